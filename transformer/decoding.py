@@ -100,7 +100,8 @@ def beam_search(model: Transformer, source, source_keep, beam_size: int, max_len
             ids = alive[b, beam_index[b, j]].tolist() + [EOS_ID]
             finished[b].append((raw / norm, raw, ids, position, K + len(step_record) if record else None))
             if record:
-                step_record.append(Hypothesis(ids, raw / norm, int(beam_index[b, j]), True, raw))
+                parent = None if position == 0 else int(beam_index[b, j])
+                step_record.append(Hypothesis(ids, raw / norm, parent, True, raw))
         # The best K candidates that do not end stay alive (stable sort keeps score order).
         order = torch.sort(is_eos.to(torch.int8), dim=1, stable=True).indices[:, :K]  # (B, K)
         new_scores = top_scores.gather(1, order)

@@ -65,6 +65,20 @@ def learning_rate(step: int, peak: float, warmup: int) -> float:
     return peak * min(step / warmup, math.sqrt(warmup / step))
 
 
+def train_step(model, optimizer, src, fed, gold, label_smoothing: float, clip: float, lr: float):
+    """One update on a collated batch. Returns (mean loss per target token, target tokens)."""
+    logits = model(src, src != PAD_ID, fed, fed != PAD_ID)                      # (B, T, V)
+    loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), gold.view(-1),
+                           ignore_index=PAD_ID, label_smoothing=label_smoothing)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.step()
+    return float(loss.detach()), int((gold != PAD_ID).sum())
+
+
 def train(args: argparse.Namespace) -> Path:
     started = time.time()
     budget = args.max_minutes * 60
@@ -127,21 +141,13 @@ def train(args: argparse.Namespace) -> Path:
         total_loss, total_tokens, window_tokens, window_start = 0.0, 0, 0, time.time()
         for batch in bar:
             src, fed, gold = (t.to(device) for t in collate(batch, source_ids, target_ids))
-            logits = model(src, src != PAD_ID, fed, fed != PAD_ID)                    # (B, T, V)
-            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), gold.view(-1),
-                                   ignore_index=PAD_ID, label_smoothing=args.label_smoothing)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
             state["step"] += 1
-            for group in optimizer.param_groups:
-                group["lr"] = learning_rate(state["step"], args.lr, args.warmup)
-            optimizer.step()
-            n_tokens = int((gold != PAD_ID).sum())
-            total_loss += float(loss.detach()) * n_tokens
+            loss, n_tokens = train_step(model, optimizer, src, fed, gold, args.label_smoothing, args.clip,
+                                        learning_rate(state["step"], args.lr, args.warmup))
+            total_loss += loss * n_tokens
             total_tokens += n_tokens
             window_tokens += n_tokens + int((src != PAD_ID).sum())
-            bar.set_postfix(loss=f"{float(loss.detach()):.3f}", tok_s=f"{window_tokens / (time.time() - window_start):.0f}",
+            bar.set_postfix(loss=f"{loss:.3f}", tok_s=f"{window_tokens / (time.time() - window_start):.0f}",
                             lr=f"{optimizer.param_groups[0]['lr']:.2e}")
             if time.time() - started > budget:
                 stop = True

@@ -1,0 +1,540 @@
+"""Tests for the viz package: every builder checked through the figure it returns."""
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:          # plain `pytest` puts tests/, not the repo, on the path
+    sys.path.insert(0, str(ROOT))
+
+import viz  # noqa: E402
+from viz import (attention_heatmap, batch_padding_figure, display_tokens,  # noqa: E402
+                 embedding_figure, escape_html, head_grid_figure, head_statistics, is_special,
+                 mask_figure, merge_attention, merge_pieces, overview_figure,
+                 overview_selection, position_similarity_figure, positional_encoding_figure,
+                 rollout, statistic_figure, token_probability_html, topk_bar_figure, word_spans)
+
+SRC = ["▁A", "▁man", "▁a", "▁a", "</s>"]              # repeated ▁a must stay two columns
+TGT = ["<s>", "▁Ein", "▁Mann", "</s>"]
+
+
+def rows_dirichlet(shape, seed=0, dtype=np.float32):
+    """Random attention: last axis sums to 1."""
+    rng = np.random.default_rng(seed)
+    return rng.dirichlet(np.ones(shape[-1]), size=shape[:-1]).astype(dtype)
+
+
+def z_of(fig: go.Figure, trace: int = 0) -> np.ndarray:
+    return np.asarray(fig.data[trace].z, dtype=float)
+
+
+# --------------------------------------------------------------------------- import hygiene
+
+def test_importing_viz_pulls_in_neither_streamlit_nor_torch():
+    code = ("import sys, viz; bad = [m for m in ('torch', 'streamlit', 'transformer') "
+            "if m in sys.modules]; assert not bad, bad")
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+# --------------------------------------------------------------------------- labels
+
+def test_display_tokens_escape_html_and_show_space():
+    assert display_tokens(["<s>", "</s>", "a&b", "▁x"]) == ["&lt;s&gt;", "&lt;/s&gt;", "a&amp;b", "▁x"]
+    assert display_tokens(["▁x"], show_space=True) == ["␣x"]
+    # quotes as numeric references, which plotly.js decodes (it does not know &quot;)
+    assert display_tokens(['"', "'"]) == ["&#34;", "&#39;"]
+
+
+def test_is_special():
+    assert all(is_special(p) for p in ["<s>", "</s>", "<pad>", "<unk>"])
+    assert not any(is_special(p) for p in ["▁s", "s", "<S>", "▁<s>"])
+
+
+def test_escape_html_neutralises_markdown_and_tags():
+    out = escape_html('<b>*x*</b> $y$ [l](u) "q"')
+    for raw in "<>*$[]()\"":
+        assert raw not in out
+    assert "&lt;b&gt;" in out and "&quot;q&quot;" in out
+
+
+# --------------------------------------------------------------------------- attention_heatmap
+
+def test_heatmap_z_axes_and_ticks():
+    w = rows_dirichlet((4, 5))
+    fig = attention_heatmap(w, TGT, SRC, title="Cross")
+    np.testing.assert_array_equal(z_of(fig), w)
+    assert isinstance(fig.data[0], go.Heatmap)
+    xa, ya = fig.layout.xaxis, fig.layout.yaxis
+    assert ya.title.text == "Query" and xa.title.text == "Key"
+    assert ya.autorange == "reversed" and xa.autorange != "reversed"
+    assert xa.tickmode == "array" and ya.tickmode == "array"
+    assert list(xa.tickvals) == [0, 1, 2, 3, 4] and list(ya.tickvals) == [0, 1, 2, 3]
+    assert list(xa.ticktext) == ["▁A", "▁man", "▁a", "▁a", "&lt;/s&gt;"]
+    assert list(ya.ticktext) == ["&lt;s&gt;", "▁Ein", "▁Mann", "&lt;/s&gt;"]
+    assert xa.type != "category" and ya.type != "category"
+
+
+def test_heatmap_colour_range_default_and_normalized():
+    w = np.array([[0.2, 0.8], [0.4, 0.6]])
+    fig = attention_heatmap(w, ["a", "b"], ["c", "d"])
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
+    reference = go.Heatmap(colorscale="Viridis").colorscale
+    assert fig.data[0].colorscale == reference
+    norm = attention_heatmap(w, ["a", "b"], ["c", "d"], normalize=True)
+    np.testing.assert_array_equal(z_of(norm), w)            # z stays the raw weights
+    assert norm.data[0].zmin == pytest.approx(0.2) and norm.data[0].zmax == pytest.approx(0.8)
+
+
+def test_heatmap_custom_titles_colorscale_height():
+    fig = attention_heatmap(np.eye(2), ["a", "b"], ["c", "d"], colorscale="Cividis",
+                            query_title="Output", key_title="Input", height=444)
+    assert fig.layout.yaxis.title.text == "Output" and fig.layout.xaxis.title.text == "Input"
+    assert fig.layout.height == 444
+    assert fig.data[0].colorscale == go.Heatmap(colorscale="Cividis").colorscale
+
+
+def test_heatmap_hover_is_escaped_and_template_holds_no_tokens():
+    fig = attention_heatmap(rows_dirichlet((4, 5)), TGT, SRC, title="<s> & co")
+    trace = fig.data[0]
+    cd = np.asarray(trace.customdata)
+    assert cd.shape == (4, 5, 2)
+    assert cd[0, 0, 0] == "0 &lt;s&gt;" and cd[3, 4, 1] == "4 &lt;/s&gt;"
+    assert cd[1, 2, 1] == "2 ▁a" and cd[1, 3, 1] == "3 ▁a"
+    assert "<s>" not in trace.hovertemplate and "▁" not in trace.hovertemplate
+    assert "%{customdata[0]}" in trace.hovertemplate and "%{z" in trace.hovertemplate
+    assert fig.layout.title.text == "&lt;s&gt; &amp; co"
+
+
+def test_heatmap_show_space():
+    fig = attention_heatmap(np.eye(2), ["▁a", "b"], ["▁c", "▁d"], show_space=True)
+    assert list(fig.layout.xaxis.ticktext) == ["␣c", "␣d"]
+    assert list(fig.layout.yaxis.ticktext) == ["␣a", "b"]
+
+
+def test_heatmap_hide_special_drops_rows_and_columns():
+    w = rows_dirichlet((4, 5))
+    fig = attention_heatmap(w, TGT, SRC, title="x", hide_special=True)
+    np.testing.assert_allclose(z_of(fig), w[1:3, :4])
+    assert list(fig.layout.yaxis.ticktext) == ["▁Ein", "▁Mann"]
+    assert list(fig.layout.xaxis.ticktext) == ["▁A", "▁man", "▁a", "▁a"]
+    assert "may not sum to 1" in fig.layout.title.text
+    cd = np.asarray(fig.data[0].customdata)
+    assert cd[0, 0, 0] == "1 ▁Ein"                           # original position kept in hover
+    plain = attention_heatmap(w, TGT, SRC, title="x")
+    assert "may not sum" not in plain.layout.title.text
+
+
+def test_heatmap_hide_special_everything_hidden_does_not_crash():
+    fig = attention_heatmap(np.ones((1, 1)), ["</s>"], ["<s>"], hide_special=True)
+    assert z_of(fig).size == 0
+
+
+@pytest.mark.parametrize("weights, q, k", [
+    (np.ones(5), TGT, SRC),                                   # 1-D
+    (np.ones((2, 4, 5)), TGT, SRC),                           # 3-D
+    (np.ones((5, 4)), TGT, SRC),                              # transposed
+    (np.ones((4, 5)), TGT[:3], SRC),                          # too few query tokens
+    (np.ones((4, 5)), TGT, SRC + ["x"]),                      # too many key tokens
+    (np.array([[np.nan, 1.0]]), ["a"], ["b", "c"]),           # NaN
+    (np.array([[np.inf, 1.0]]), ["a"], ["b", "c"]),           # inf
+    (np.ones((2, 2)), "ab", ["b", "c"]),                      # a string, not a list
+])
+def test_heatmap_rejects_bad_input(weights, q, k):
+    with pytest.raises(ValueError):
+        attention_heatmap(weights, q, k)
+
+
+# --------------------------------------------------------------------------- overview
+
+def test_overview_tiles_gaps_and_axes():
+    L, H, Q, K = 2, 3, 4, 5
+    w = rows_dirichlet((L, H, Q, K), seed=1)
+    fig = overview_figure(w, TGT, SRC, kind_label="Cross", gap=2)
+    z = z_of(fig)
+    assert z.shape == (L * (Q + 2) - 2, H * (K + 2) - 2)
+    for l in range(L):
+        for h in range(H):
+            r, c = l * (Q + 2), h * (K + 2)
+            np.testing.assert_array_equal(z[r:r + Q, c:c + K], w[l, h])
+    assert np.isnan(z[Q:Q + 2, :]).all()                     # gap rows between layers
+    assert np.isnan(z[:, K:K + 2]).all()                     # gap columns between heads
+    assert np.isfinite(z).sum() == w.size
+    cd = np.asarray(fig.data[0].customdata)
+    assert list(cd[Q + 2 + 1, 2 * (K + 2) + 4]) == [1, 2, 1, 4]   # layer 1, head 2, q 1, k 4
+    assert (cd[Q, :, 0] == -1).all()
+    assert fig.layout.yaxis.title.text == "Query" and fig.layout.xaxis.title.text == "Key"
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert list(fig.layout.yaxis.ticktext) == ["Layer 0", "Layer 1"]
+    assert list(fig.layout.xaxis.ticktext) == ["Head 0", "Head 1", "Head 2"]
+    assert list(fig.layout.xaxis.tickvals) == [2.0, 9.0, 16.0]   # tile centres
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
+    assert fig.data[0].hoverongaps is False
+
+
+def test_overview_hover_text_escaped_and_dropped_when_large(monkeypatch):
+    w = rows_dirichlet((1, 2, 4, 5))
+    fig = overview_figure(w, TGT, SRC, gap=1)
+    text = np.asarray(fig.data[0].text, dtype=object)
+    assert text[0, 4] == "&lt;s&gt; → &lt;/s&gt;"
+    assert text[0, 5] == ""                                   # gap column
+    assert "%{text}" in fig.data[0].hovertemplate
+    monkeypatch.setattr(viz.overview, "HOVER_TEXT_CELLS", 10)
+    big = overview_figure(w, TGT, SRC, gap=1)
+    assert big.data[0].text is None and "%{text}" not in big.data[0].hovertemplate
+    assert "%{customdata[2]}" in big.data[0].hovertemplate   # positions still in hover
+
+
+def test_overview_markers_sit_on_tile_centres():
+    L, H, Q, K = 2, 3, 4, 5
+    fig = overview_figure(rows_dirichlet((L, H, Q, K)), TGT, SRC, gap=1)
+    marks = fig.data[1]
+    assert isinstance(marks, go.Scatter) and len(marks.x) == L * H
+    cd = np.asarray(marks.customdata)
+    assert cd.tolist() == [[l, h] for l in range(L) for h in range(H)]
+    for (l, h), x, y in zip(cd, marks.x, marks.y):
+        assert l * (Q + 1) <= y <= l * (Q + 1) + Q - 1
+        assert h * (K + 1) <= x <= h * (K + 1) + K - 1
+    assert marks.marker.opacity < 0.05
+
+
+def test_overview_normalize_scales_each_tile_to_its_max():
+    w = rows_dirichlet((2, 2, 4, 5), seed=3)
+    fig = overview_figure(w, TGT, SRC, normalize=True, gap=1)
+    z, cd = z_of(fig), np.asarray(fig.data[0].customdata, dtype=float)
+    np.testing.assert_allclose(np.nanmax(z[:4, :5]), 1.0)
+    np.testing.assert_allclose(z[:4, :5], w[0, 0] / w[0, 0].max(), rtol=1e-6)
+    np.testing.assert_allclose(cd[:4, :5, 4], w[0, 0], rtol=1e-6)   # raw weight for hover
+
+
+def test_overview_rejects_bad_shapes():
+    with pytest.raises(ValueError):
+        overview_figure(np.ones((2, 4, 5)), TGT, SRC)
+    with pytest.raises(ValueError):
+        overview_figure(np.ones((1, 2, 5, 4)), TGT, SRC)
+
+
+def test_overview_default_gap_visible_at_128_tokens():
+    Q = 128
+    toks = [f"▁t{i}" for i in range(Q)]
+    fig = overview_figure(rows_dirichlet((3, 8, Q, Q)), toks, toks)
+    z = z_of(fig)
+    assert np.isnan(z[Q]).all() and z.shape[0] > 3 * Q + 2   # gap of several cells
+    assert np.asarray(fig.data[0].customdata).dtype == np.int8   # small payload to the browser
+    assert fig.data[0].text is None                              # too many cells for hover text
+
+
+# --------------------------------------------------------------------------- overview_selection
+
+def test_overview_selection_reads_marker_and_cell_customdata():
+    assert overview_selection([{"curve_number": 1, "point_index": 4, "customdata": [1, 3]}]) == (1, 3)
+    assert overview_selection([{"customdata": [2, 0, 5, 7]}]) == (2, 0)         # heatmap cell
+    assert overview_selection([{"customdata": [-1, -1, -1, -1]}]) is None      # gap cell
+    assert overview_selection([]) is None and overview_selection(None) is None
+
+
+def test_overview_selection_from_index_and_wrapped_payloads():
+    assert overview_selection([{"curve_number": 1, "point_index": 11}], n_heads=8) == (1, 3)
+    assert overview_selection([{"curve_number": 1, "point_index": 11}]) is None   # no n_heads
+    assert overview_selection([{"curve_number": 0, "point_index": 11}], n_heads=8) is None
+    payload = {"selection": {"points": [{"customdata": [0, 5]}], "point_indices": [5]}}
+    assert overview_selection(payload) == (0, 5)
+    assert overview_selection({"points": [{"customdata": [2, 6]}]}) == (2, 6)
+
+
+def test_overview_selection_round_trip_with_figure_markers():
+    fig = overview_figure(rows_dirichlet((3, 8, 4, 5)), TGT, SRC)
+    index = 8 * 2 + 5
+    point = {"curve_number": 1, "point_index": index,
+             "customdata": np.asarray(fig.data[1].customdata)[index].tolist()}
+    assert overview_selection([point]) == (2, 5)
+
+
+# --------------------------------------------------------------------------- head grid
+
+def test_head_grid_layout_ticks_and_layer_label():
+    H, Q, K = 3, 4, 5
+    w = rows_dirichlet((H, Q, K), seed=4)
+    fig = head_grid_figure(w, TGT, SRC, "Layer 2", layer=2, gap=1)
+    z = z_of(fig)
+    assert z.shape == (Q, H * (K + 1) - 1)
+    np.testing.assert_array_equal(z[:, K + 1:2 * K + 1], w[1])
+    assert np.isnan(z[:, K]).all()
+    assert list(fig.layout.xaxis.ticktext) == display_tokens(SRC)
+    assert list(fig.layout.xaxis.tickvals) == list(range(K))      # first tile
+    assert list(fig.layout.yaxis.ticktext) == display_tokens(TGT)
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert [a.text for a in fig.layout.annotations] == ["Head 0", "Head 1", "Head 2"]
+    assert np.asarray(fig.data[0].customdata)[0, 0, 0] == 2
+    assert np.asarray(fig.data[1].customdata).tolist() == [[2, 0], [2, 1], [2, 2]]
+    with pytest.raises(ValueError):
+        head_grid_figure(w[None], TGT, SRC)
+
+
+# --------------------------------------------------------------------------- masks
+
+def test_mask_figure_two_dimensional():
+    m = np.tril(np.ones((4, 4), dtype=bool))
+    fig = mask_figure(m, TGT, TGT, "Causal")
+    z = np.asarray(fig.data[0].z)
+    np.testing.assert_array_equal(z, m.astype(int))
+    assert set(np.unique(z)) == {0, 1}
+    assert fig.layout.yaxis.title.text == "Query" and fig.layout.xaxis.title.text == "Key"
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert list(fig.layout.xaxis.ticktext)[0] == "&lt;s&gt;"
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (0, 1)
+
+
+def test_mask_figure_padding_row():
+    fig = mask_figure(np.array([True, True, True, False, False]), None, SRC)
+    assert np.asarray(fig.data[0].z).tolist() == [[1, 1, 1, 0, 0]]
+    assert list(fig.layout.yaxis.ticktext) == ["any query"]
+
+
+def test_mask_figure_rejects_bad_masks():
+    with pytest.raises(ValueError):
+        mask_figure(np.array([[0.5, 1.0]]), ["a"], ["b", "c"])        # not binary
+    with pytest.raises(ValueError):
+        mask_figure(np.ones((2, 3), bool), ["a"], ["b", "c", "d"])    # wrong query count
+    with pytest.raises(ValueError):
+        mask_figure(np.ones((1, 2, 3), bool), ["a"], ["b", "c", "d"])
+
+
+def test_batch_padding_figure():
+    m = np.array([[1, 1, 1], [1, 0, 0]], dtype=bool)
+    fig = batch_padding_figure(m, ["first <s>", "second"], title="Batch")
+    np.testing.assert_array_equal(np.asarray(fig.data[0].z), m.astype(int))
+    assert fig.layout.yaxis.title.text == "Sentence in batch"
+    assert fig.layout.xaxis.title.text == "Key position"
+    assert list(fig.layout.yaxis.ticktext) == ["first &lt;s&gt;", "second"]
+    assert list(fig.layout.xaxis.ticktext) == ["0", "1", "2"]
+    with pytest.raises(ValueError):
+        batch_padding_figure(m, ["only one"])
+
+
+# --------------------------------------------------------------------------- encodings
+
+def sinusoidal(P, D):
+    pos, i = np.arange(P)[:, None], np.arange(D // 2)[None, :]
+    angle = pos / 10000 ** (2 * i / D)
+    pe = np.zeros((P, D))
+    pe[:, 0::2], pe[:, 1::2] = np.sin(angle), np.cos(angle)
+    return pe
+
+
+def test_positional_encoding_figure():
+    pe = sinusoidal(4, 8)
+    fig = positional_encoding_figure(pe, TGT, "PE")
+    np.testing.assert_allclose(z_of(fig), pe)
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (-1, 1)
+    assert fig.layout.yaxis.title.text == "Position" and fig.layout.xaxis.title.text == "Dimension"
+    assert list(fig.layout.yaxis.ticktext) == ["0 &lt;s&gt;", "1 ▁Ein", "2 ▁Mann", "3 &lt;/s&gt;"]
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert positional_encoding_figure(pe).layout.yaxis.ticktext is None
+    with pytest.raises(ValueError):
+        positional_encoding_figure(pe, SRC)
+
+
+def test_position_similarity_figure():
+    pe = sinusoidal(5, 8)
+    fig = position_similarity_figure(pe)
+    np.testing.assert_allclose(z_of(fig), pe @ pe.T)
+    np.testing.assert_allclose(np.diag(z_of(fig)), 4.0)        # Σ sin² + cos² = D / 2
+    assert fig.data[0].zmin == -fig.data[0].zmax
+
+
+def test_embedding_figure():
+    emb = np.array([[1.0, -3.0], [0.5, 2.0]])
+    fig = embedding_figure(emb, ["<s>", "▁x"])
+    np.testing.assert_array_equal(z_of(fig), emb)
+    assert (fig.data[0].zmin, fig.data[0].zmax) == (-3, 3)
+    assert list(fig.layout.yaxis.ticktext) == ["&lt;s&gt;", "▁x"]
+    assert fig.layout.xaxis.title.text == "Dimension"
+    with pytest.raises(ValueError):
+        embedding_figure(emb, ["one"])
+
+
+# --------------------------------------------------------------------------- top-k and tokens
+
+def test_topk_bar_figure_order_colours_and_escaping():
+    top = [("▁Mann", 0.7), ("<unk>", 0.2), ("▁Herr", 0.1)]
+    fig = topk_bar_figure(top, chosen="<unk>", title="Step 1")
+    bar = fig.data[0]
+    assert bar.orientation == "h"
+    np.testing.assert_allclose(bar.x, [0.7, 0.2, 0.1])
+    assert list(bar.y) == [0, 1, 2] and fig.layout.yaxis.autorange == "reversed"   # best on top
+    assert list(fig.layout.yaxis.ticktext) == ["▁Mann", "&lt;unk&gt;", "▁Herr"]
+    colours = list(bar.marker.color)
+    assert colours[1] != colours[0] and colours[0] == colours[2]
+    assert list(fig.layout.xaxis.range) == [0, 1]
+
+
+def test_topk_bar_figure_chosen_outside_top_k_is_appended():
+    fig = topk_bar_figure([("▁a", 0.6), ("▁b", 0.3)], chosen=("▁c", 0.05))
+    assert list(fig.data[0].x) == [0.6, 0.3, 0.05]
+    assert list(fig.layout.yaxis.ticktext)[-1] == "▁c"
+    assert fig.data[0].marker.color[2] != fig.data[0].marker.color[0]
+    with pytest.raises(ValueError):
+        topk_bar_figure([("▁a", 1.5)])
+
+
+def test_token_probability_html_script_is_inert():
+    html = token_probability_html(["<script>alert(1)</script>", "▁ok"], [0.1, 0.9])
+    assert "<script" not in html and "</script" not in html
+    assert "&lt;script&gt;" in html
+    assert html.count('<span class="aa-token"') == 2
+    assert "\n" not in html and html.startswith("<div")
+
+
+def test_token_probability_html_attributes_and_markdown_are_escaped():
+    html = token_probability_html(['"><img src=x onerror=alert(1)>', "**b**", "$x$"], [0.5, 0.5, 0.5])
+    assert "<img" not in html and '"><img' not in html
+    assert "**" not in html and "$x$" not in html
+    assert 'title="0: &quot;&gt;&lt;img' in html
+
+
+def test_token_probability_html_shading_and_space():
+    html = token_probability_html(["▁a", "▁b"], [0.05, 0.99])
+    spans = html.split("<span")[1:]
+    background = [s.split("background-color:")[1].split(";")[0] for s in spans]
+    assert background[0] != background[1]
+    assert "␣a" in html and "p=0.050" in html
+    assert "▁a" in token_probability_html(["▁a"], [0.5], show_space=False)
+    with pytest.raises(ValueError):
+        token_probability_html(["▁a", "▁b"], [0.5])
+    with pytest.raises(ValueError):
+        token_probability_html(["▁a"], [1.5])
+
+
+# --------------------------------------------------------------------------- words
+
+def test_word_spans_and_merge_pieces():
+    pieces = ["<s>", "▁Ein", "▁Fahr", "rad", "<unk>", ".", "</s>", "x", "<pad>"]
+    spans = word_spans(pieces)
+    assert spans == [(0, 1), (1, 2), (2, 6), (6, 7), (7, 8), (8, 9)]
+    assert merge_pieces(pieces, spans) == ["<s>", "▁Ein", "▁Fahrrad<unk>.", "</s>", "x", "<pad>"]
+    assert word_spans(["rad", "▁x"]) == [(0, 1), (1, 2)]       # first piece always starts one
+    assert word_spans([]) == []
+
+
+def test_merge_attention_hand_example():
+    # keys: ▁Fahr rad </s> → words ▁Fahrrad, </s>; queries: ▁a b ▁c → words ▁ab, ▁c
+    w = np.array([[0.1, 0.2, 0.7],
+                  [0.3, 0.3, 0.4],
+                  [0.5, 0.5, 0.0]])
+    merged, qw, kw = merge_attention(w, ["▁a", "b", "▁c"], ["▁Fahr", "rad", "</s>"])
+    assert qw == ["▁ab", "▁c"] and kw == ["▁Fahrrad", "</s>"]
+    np.testing.assert_allclose(merged, [[0.45, 0.55], [1.0, 0.0]])
+
+
+def test_merge_attention_keeps_leading_dims_and_row_sums():
+    w = rows_dirichlet((3, 8, 5, 4), seed=5)
+    merged, qw, kw = merge_attention(w, SRC, TGT)
+    assert merged.shape == (3, 8, len(qw), len(kw)) == (3, 8, 5, 4)
+    np.testing.assert_allclose(merged.sum(-1), 1.0, rtol=1e-5)
+    assert merged.dtype == np.float32
+
+
+def test_merge_attention_rejects_mismatch():
+    with pytest.raises(ValueError):
+        merge_attention(np.ones((2, 3)), ["a", "b"], ["c", "d"])
+    with pytest.raises(ValueError):
+        merge_attention(np.ones(3), ["a"], ["b", "c", "d"])
+
+
+# --------------------------------------------------------------------------- statistics
+
+def test_head_statistics_uniform_and_identity():
+    K = 4
+    toks = ["▁a", "▁b", "▁c", "</s>"]
+    w = np.stack([np.full((K, K), 1 / K), np.eye(K)])[None]          # (1, 2, K, K)
+    df = head_statistics(w, toks, toks)
+    assert list(df.columns) == ["layer", "head", "entropy", "mean_distance", "max_weight",
+                                "special_share", "diagonal_share"]
+    assert df[["layer", "head"]].values.tolist() == [[0, 0], [0, 1]]
+    uniform, identity = df.iloc[0], df.iloc[1]
+    assert uniform.entropy == pytest.approx(math.log(K))
+    assert uniform.max_weight == pytest.approx(1 / K)
+    assert uniform.diagonal_share == pytest.approx(1 / K)
+    assert uniform.special_share == pytest.approx(1 / K)
+    assert uniform.mean_distance == pytest.approx(np.abs(np.subtract.outer(range(K), range(K))).mean())
+    assert identity.entropy == pytest.approx(0.0)
+    assert identity.diagonal_share == pytest.approx(1.0)
+    assert identity.mean_distance == pytest.approx(0.0)
+    assert identity.special_share == pytest.approx(1 / K)           # only row 3 hits </s>
+
+
+def test_head_statistics_cross_attention_hand_example():
+    w = np.array([[[[0.0, 1.0, 0.0], [0.5, 0.0, 0.5]]]])            # (1, 1, Q=2, K=3)
+    df = head_statistics(w, ["▁x", "</s>"], ["<s>", "▁y", "</s>"])
+    row = df.iloc[0]
+    assert math.isnan(row.diagonal_share)                            # Q != K: not aligned
+    assert row.mean_distance == pytest.approx((1.0 + (0.5 * 1 + 0.5 * 1)) / 2)
+    assert row.max_weight == pytest.approx(0.75)
+    assert row.special_share == pytest.approx((0.0 + 1.0) / 2)
+    assert row.entropy == pytest.approx(math.log(2) / 2)
+    with pytest.raises(ValueError):
+        head_statistics(w[0], ["▁x", "</s>"], ["<s>", "▁y", "</s>"])
+
+
+def test_statistic_figure_grid_and_validation():
+    w = rows_dirichlet((2, 3, 4, 4), seed=6)
+    df = head_statistics(w, TGT, TGT)
+    fig = statistic_figure(df, "entropy")
+    z = z_of(fig)
+    assert z.shape == (2, 3)
+    assert z[1, 2] == pytest.approx(df.query("layer == 1 and head == 2").entropy.item())
+    assert np.asarray(fig.data[0].customdata)[1, 2].tolist() == [1, 2]
+    assert fig.layout.yaxis.autorange == "reversed"
+    assert np.asarray(fig.data[1].customdata).tolist()[5] == [1, 2]
+    share = statistic_figure(df, "special_share")
+    assert (share.data[0].zmin, share.data[0].zmax) == (0, 1)
+    with pytest.raises(ValueError):
+        statistic_figure(df, "nope")
+
+
+# --------------------------------------------------------------------------- rollout
+
+def test_rollout_identity_and_uniform():
+    S = 4
+    eye = np.broadcast_to(np.eye(S), (3, 2, S, S))
+    np.testing.assert_allclose(rollout(eye), np.eye(S))
+    uniform = np.full((2, 2, S, S), 1 / S)
+    np.testing.assert_allclose(rollout(uniform, add_residual=False), np.full((S, S), 1 / S))
+
+
+def test_rollout_matches_hand_product_and_rows_sum_to_one():
+    w = rows_dirichlet((3, 4, 5, 5), seed=7).astype(np.float64)
+    expected = np.eye(5)
+    for layer in w:
+        a = 0.5 * layer.mean(0) + 0.5 * np.eye(5)
+        expected = (a / a.sum(-1, keepdims=True)) @ expected
+    result = rollout(w)
+    np.testing.assert_allclose(result, expected)
+    np.testing.assert_allclose(result.sum(-1), 1.0)
+    assert not np.allclose(result, rollout(w, add_residual=False))
+    with pytest.raises(ValueError):
+        rollout(np.ones((2, 2, 3, 4)))
+
+
+# --------------------------------------------------------------------------- export
+
+def test_plotly_configs():
+    assert viz.PLOTLY_CONFIG["displaylogo"] is False
+    opts = viz.PLOTLY_CONFIG["toImageButtonOptions"]
+    assert opts["format"] == "png" and opts["scale"] == 2 and opts["filename"]
+    assert viz.svg_config("head")["toImageButtonOptions"]["format"] == "svg"
+    assert viz.svg_config("head")["toImageButtonOptions"]["filename"] == "head"
+
+
+def test_figure_html_embeds_plotly_js():
+    html = viz.figure_html(attention_heatmap(np.eye(2), ["a", "b"], ["c", "d"]))
+    assert '<script src="http' not in html and len(html) > 1_000_000

@@ -1,0 +1,194 @@
+"""Every head at a glance: all tiles in ONE heatmap trace, separated by NaN gaps.
+
+One trace with NaN gaps draws far faster than a subplot per head at 128 tokens
+(BertViz's per-pair SVG lines are what freeze long inputs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ._base import (DEFAULT_COLORSCALE, HOVER_TEXT_CELLS, check_attention, figure_title,
+                    head_markers, token_axis)
+from ._labels import display_tokens, escape_label
+
+
+@dataclass
+class Tiling:
+    """Where tile (layer, head) sits in the grid: rows r0 + l*(Q+gap), cols c0 + h*(K+gap)."""
+    z: np.ndarray            # (R, C) weights with NaN gaps
+    customdata: np.ndarray   # (R, C, F) [layer, head, query, key(, raw weight)], gaps -1
+    row_of: np.ndarray       # (R,) query position of each grid row, -1 in gaps
+    col_of: np.ndarray       # (C,) key position of each grid column, -1 in gaps
+    step_q: int              # Q + gap
+    step_k: int              # K + gap
+
+
+def default_gap(Q: int, K: int) -> int:
+    """Gap in cells: about 1/16 of a tile, so it stays visible at 128 tokens."""
+    return max(1, round(max(Q, K) / 16))
+
+
+def tile(w: np.ndarray, *, gap: int, normalize: bool, first_layer: int = 0) -> Tiling:
+    """Lay out (L, H, Q, K) weights as an (L*(Q+gap)-gap, H*(K+gap)-gap) grid.
+
+    With `normalize`, each tile is divided by its own max (so every head spans the
+    full colour scale) and the raw weight travels in customdata[..., 4].
+    """
+    L, H, Q, K = w.shape
+    sq, sk = Q + gap, K + gap
+    R, C = L * sq - gap, H * sk - gap
+    dtype = np.result_type(w.dtype, np.float32)
+    z = np.full((R, C), np.nan, dtype=dtype)
+    fields = 5 if normalize else 4
+    # Smallest int type: customdata is most of the bytes sent to the browser.
+    index_type = np.int8 if max(L + first_layer, H, Q, K) <= 128 else np.int16
+    cd = np.full((R, C, fields), -1, dtype=np.float32 if normalize else index_type)
+    qpos, kpos = np.meshgrid(np.arange(Q), np.arange(K), indexing="ij")   # (Q, K)
+    for l in range(L):
+        for h in range(H):
+            block = (slice(l * sq, l * sq + Q), slice(h * sk, h * sk + K))
+            tile_w = w[l, h]                                                # (Q, K)
+            if normalize:
+                peak = float(tile_w.max()) if tile_w.size else 0.0
+                z[block] = tile_w / peak if peak > 0 else tile_w
+                cd[block + (4,)] = tile_w
+            else:
+                z[block] = tile_w
+            cd[block + (0,)], cd[block + (1,)] = first_layer + l, h
+            cd[block + (2,)], cd[block + (3,)] = qpos, kpos
+    row_of, col_of = np.full(R, -1), np.full(C, -1)
+    for l in range(L):
+        row_of[l * sq:l * sq + Q] = np.arange(Q)
+    for h in range(H):
+        col_of[h * sk:h * sk + K] = np.arange(K)
+    return Tiling(z, cd, row_of, col_of, sq, sk)
+
+
+def cell_text(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str]) -> np.ndarray | None:
+    """(R, C) 'query → key' strings, or None when too many cells to stay fast."""
+    if t.z.size > HOVER_TEXT_CELLS:
+        return None
+    rows = np.array([q_labels[i] if i >= 0 else "" for i in t.row_of], dtype=object)
+    cols = np.array([k_labels[j] if j >= 0 else "" for j in t.col_of], dtype=object)
+    text = (rows[:, None] + " → ") + cols[None, :]
+    text[(t.row_of[:, None] < 0) | (t.col_of[None, :] < 0)] = ""   # gaps: no text
+    return text
+
+
+def tiled_figure(w: np.ndarray, query: list[str], key: list[str], *, title: str,
+                 normalize: bool, show_space: bool, kind_label: str, gap: int | None,
+                 colorscale, first_layer: int | None = 0) -> tuple[go.Figure, Tiling]:
+    """The shared body of overview_figure and head_grid_figure (w is (L, H, Q, K)).
+
+    `first_layer=None` means the layer is unknown: hover then names only the head.
+    """
+    L, H, Q, K = w.shape
+    t = tile(w, gap=default_gap(Q, K) if gap is None else gap, normalize=normalize,
+             first_layer=first_layer or 0)
+    text = cell_text(t, display_tokens(query, show_space=show_space),
+                     display_tokens(key, show_space=show_space))
+    weight = "%{customdata[4]:.4f} (colour: share of head max)" if normalize else "%{z:.4f}"
+    prefix = f"{escape_label(kind_label)}<br>" if kind_label else ""
+    where = ("head %{customdata[1]}" if first_layer is None
+             else "Layer %{customdata[0]} · head %{customdata[1]}")
+    hover = (prefix + where
+             + "<br>query %{customdata[2]} → key %{customdata[3]}"
+             + ("<br>%{text}" if text is not None else "")
+             + f"<br>weight {weight}<extra></extra>")
+    heat = go.Heatmap(z=t.z, customdata=t.customdata, text=text, hovertemplate=hover,
+                      zmin=0.0, zmax=1.0, colorscale=colorscale or DEFAULT_COLORSCALE,
+                      hoverongaps=False, colorbar=dict(title=dict(text="weight")))
+    layers, heads = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
+    centres_y = layers.ravel() * t.step_q + (Q - 1) / 2
+    centres_x = heads.ravel() * t.step_k + (K - 1) / 2
+    marks = head_markers(centres_x, centres_y, layers.ravel() + (first_layer or 0),
+                         heads.ravel(), kind_label=kind_label)
+    fig = go.Figure([heat, marks])
+    # Height from the grid's aspect at ~1000 px plot width; cells kept square.
+    plot_h = float(np.clip(1000 * t.z.shape[0] / max(t.z.shape[1], 1), 120, 900))
+    fig.update_layout(title=figure_title(title), height=int(plot_h + 110),
+                      margin=dict(l=10, r=10, t=60 if title else 40, b=10),
+                      plot_bgcolor="white", clickmode="event+select", hovermode="closest")
+    fig.update_yaxes(scaleanchor="x", constrain="domain")
+    fig.update_xaxes(constrain="domain")
+    return fig, t
+
+
+def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
+                    normalize: bool = False, kind_label: str = "", show_space: bool = False,
+                    gap: int | None = None, colorscale=None) -> go.Figure:
+    """All heads of one kind (L, H, Q, K): layers as tile rows, heads as tile columns.
+
+    fig.data[0] is the tiled heatmap (NaN between tiles); fig.data[1] holds one
+    clickable marker per head for `overview_selection`. Hover names the layer,
+    head, positions and (below HOVER_TEXT_CELLS cells) the pieces.
+    """
+    w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
+    L, H, Q, K = w.shape
+    fig, t = tiled_figure(w, query, key, title=title or kind_label,
+                          normalize=normalize, show_space=show_space,
+                          kind_label=kind_label, gap=gap, colorscale=colorscale)
+    fig.update_layout(
+        yaxis=token_axis([f"Layer {l}" for l in range(L)], "Query", reverse=True,
+                         values=[l * t.step_q + (Q - 1) / 2 for l in range(L)]),
+        xaxis=token_axis([f"Head {h}" for h in range(H)], "Key",
+                         values=[h * t.step_k + (K - 1) / 2 for h in range(H)]),
+    )
+    return fig
+
+
+def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
+                     normalize: bool = False, show_space: bool = False,
+                     layer: int | None = None, gap: int | None = None,
+                     colorscale=None) -> go.Figure:
+    """All heads of one layer (H, Q, K) side by side; token ticks on the first tile.
+
+    `layer` only labels the hover and the clickable markers' customdata.
+    """
+    w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=3)  # (H, Q, K)
+    H, Q, K = w.shape
+    fig, t = tiled_figure(w[None], query, key, title=title, normalize=normalize,
+                          show_space=show_space, kind_label="", gap=gap,
+                          colorscale=colorscale, first_layer=layer)
+    for h in range(H):
+        fig.add_annotation(x=h * t.step_k + (K - 1) / 2, y=-0.5, yref="y", yanchor="bottom",
+                           text=f"Head {h}", showarrow=False)
+    fig.update_layout(
+        yaxis=token_axis(display_tokens(query, show_space=show_space), "Query", reverse=True),
+        xaxis=token_axis(display_tokens(key, show_space=show_space), "Key"),
+    )
+    return fig
+
+
+def overview_selection(points: Any, *, n_heads: int | None = None) -> tuple[int, int] | None:
+    """(layer, head) of the first clicked tile in a Plotly selection payload, else None.
+
+    Accepts the list of point dicts, or a dict holding it under "points" (or
+    "selection" → "points", as `st.plotly_chart(on_select="rerun")` returns).
+    Reads customdata [layer, head, ...]; without it, a point index on the marker
+    trace (curve 1) maps to divmod(index, n_heads) when n_heads is given.
+    """
+    if isinstance(points, Mapping):
+        inner = points.get("selection", points)
+        points = inner.get("points", []) if isinstance(inner, Mapping) else []
+    for point in points or []:
+        if not isinstance(point, Mapping):
+            continue
+        cd = point.get("customdata")
+        if isinstance(cd, (list, tuple, np.ndarray)) and len(cd) >= 2:
+            try:
+                layer, head = int(cd[0]), int(cd[1])
+            except (TypeError, ValueError):
+                layer = head = -1
+            if layer >= 0 and head >= 0:
+                return layer, head
+        curve = point.get("curve_number", point.get("curveNumber"))
+        index = point.get("point_index", point.get("point_number", point.get("pointIndex")))
+        if curve == 1 and n_heads and isinstance(index, (int, np.integer)) and index >= 0:
+            layer, head = divmod(int(index), int(n_heads))
+            return layer, head
+    return None
