@@ -137,3 +137,20 @@ def test_single_head_ablation_changes_the_layer_output(tiny):
 def test_bad_head_mask_raises(tiny, bad):
     with pytest.raises(ValueError):
         tiny.translate("red dog", head_mask=bad)
+
+
+def test_kv_cache_grows_by_one_and_cross_keys_are_computed_once(tiny):
+    calls = {"cross": [], "decoder_self": []}
+    handles = []
+    for layer in tiny.model.decoder_layers:
+        for module in (layer.cross_attention, layer.self_attention):
+            handles.append(module.k_proj.register_forward_hook(
+                lambda m, args, out, kind=module.kind: calls[kind].append(args[0].shape[1])))
+    try:
+        out = tiny.translate("red dog runs big", capture=False)
+    finally:
+        for h in handles:
+            h.remove()
+    T, S, L = len(out.output_tokens), len(out.source_tokens), tiny.config.n_decoder_layers
+    assert calls["cross"] == [S] * L                   # once per layer, over the whole source
+    assert calls["decoder_self"] == [1] * (T * L)      # one new key per layer per step
