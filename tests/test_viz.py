@@ -1,7 +1,10 @@
 """Tests for the viz package: every builder checked through the figure it returns."""
 from __future__ import annotations
 
+import copy
+import json
 import math
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+import plotly.io as pio
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -538,3 +542,98 @@ def test_plotly_configs():
 def test_figure_html_embeds_plotly_js():
     html = viz.figure_html(attention_heatmap(np.eye(2), ["a", "b"], ["c", "d"]))
     assert '<script src="http' not in html and len(html) > 1_000_000
+
+
+# --------------------------------------------------------------------------- fast construction
+# Builders construct each figure once from plain dicts without Plotly's validation
+# (viz/_figure.py). These checks hold every builder to what validation would produce.
+
+def _stats():
+    return head_statistics(rows_dirichlet((2, 3, 4, 4), seed=8), TGT, TGT)
+
+
+FIGURES = {
+    "heatmap": lambda: attention_heatmap(rows_dirichlet((4, 5)), TGT, SRC, title="<s> x"),
+    "heatmap options": lambda: attention_heatmap(
+        rows_dirichlet((4, 5)), TGT, SRC, normalize=True, show_space=True, hide_special=True,
+        colorscale="Cividis", query_title="Out", key_title="In", height=400),
+    "heatmap empty": lambda: attention_heatmap(np.ones((1, 1)), ["<s>"], ["</s>"], hide_special=True),
+    "overview": lambda: overview_figure(rows_dirichlet((2, 3, 4, 5)), TGT, SRC, kind_label="Cross"),
+    "overview normalized": lambda: overview_figure(
+        rows_dirichlet((2, 2, 4, 4)), TGT, TGT, title="t", normalize=True, gap=2, colorscale="Magma"),
+    "head grid": lambda: head_grid_figure(rows_dirichlet((3, 4, 5)), TGT, SRC, layer=1, title="L1"),
+    "mask": lambda: mask_figure(np.tril(np.ones((4, 4), bool)), TGT, TGT, title="causal"),
+    "padding mask": lambda: mask_figure([1, 1, 0], None, ["a", "<pad>", "<pad>"]),
+    "batch padding": lambda: batch_padding_figure([[1, 1, 0], [1, 0, 0]], ["s0", "s1"]),
+    "positional encoding": lambda: positional_encoding_figure(np.sin(np.arange(15.).reshape(5, 3)), SRC),
+    "position similarity": lambda: position_similarity_figure(np.cos(np.arange(15.).reshape(5, 3))),
+    "embedding": lambda: embedding_figure(np.arange(15.).reshape(5, 3) - 7, SRC, show_space=True),
+    "top-k": lambda: topk_bar_figure([("▁a", 0.6), ("<s>", 0.3)], chosen=("▁z", 0.01), title="k"),
+    "statistic": lambda: statistic_figure(_stats(), "entropy"),
+    "statistic share": lambda: statistic_figure(_stats(), "special_share", colorscale="Cividis"),
+}
+
+
+def drop_empty(value):
+    """JSON without empty objects: validation drops an empty `title: {}`, which draws nothing."""
+    if isinstance(value, dict):
+        kept = {k: drop_empty(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v != {}}
+    if isinstance(value, list):
+        return [drop_empty(v) for v in value]
+    return value
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_builder_figure_equals_its_validated_rebuild(name):
+    fig = FIGURES[name]()
+    assert type(fig) is go.Figure
+    rebuilt = go.Figure(fig.to_dict())          # every property validated and coerced by Plotly
+    assert [type(t) for t in rebuilt.data] == [type(t) for t in fig.data]
+    assert drop_empty(json.loads(fig.to_json())) == drop_empty(json.loads(rebuilt.to_json()))
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_builder_figure_serialises_without_plotlys_slow_fallback(name):
+    orjson = pytest.importorskip("orjson")
+    # plotly.io falls back to a Python walk of the whole figure when orjson rejects a value
+    # (object arrays of hover strings were the culprits).
+    options = orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS      # plotly.io's own
+    orjson.dumps(FIGURES[name]().to_dict(), option=options)
+
+
+def test_built_figures_validate_later_edits():
+    fig = overview_figure(rows_dirichlet((1, 2, 4, 5)), TGT, SRC)
+    with pytest.raises(ValueError):
+        fig.update_layout(height=5)
+    with pytest.raises(ValueError):
+        fig.data[0].zmin = "low"
+    with pytest.raises(ValueError):
+        fig.layout.xaxis.tickfont.size = -1
+    fig.update_traces(colorscale="Cividis", selector=dict(type="heatmap"))
+    assert fig.data[0].colorscale == go.Heatmap(colorscale="Cividis").colorscale
+    with pytest.raises(ValueError):
+        attention_heatmap(np.eye(2), ["a", "b"], ["c", "d"], colorscale="no-such-scale")
+    with pytest.raises(ValueError):
+        attention_heatmap(np.eye(2), ["a", "b"], ["c", "d"], height=5)
+
+
+def test_built_figures_follow_the_default_template_and_copy_independently():
+    default = pio.templates.default
+    try:
+        pio.templates.default = "plotly_white"
+        fig = attention_heatmap(rows_dirichlet((4, 5)), TGT, SRC)
+        assert fig.to_dict()["layout"]["template"] == pio.templates["plotly_white"].to_plotly_json()
+        pio.templates.default = None
+        plain = attention_heatmap(np.eye(2), ["a", "b"], ["c", "d"])
+        assert "template" not in plain.to_dict()["layout"]
+    finally:
+        pio.templates.default = default
+    before = fig.to_json()
+    copied = fig.to_dict()
+    copied["data"][0]["customdata"][0][0][0] = "changed"
+    copied["layout"]["template"]["layout"]["font"]["color"] = "red"
+    deep = copy.deepcopy(fig)
+    deep.data[0].customdata[0][0][0] = "changed too"
+    assert fig.to_json() == before
+    assert json.loads(pickle.loads(pickle.dumps(fig)).to_json()) == json.loads(before)

@@ -10,12 +10,13 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
+from ._figure import build_figure, colorscale_value, height_value, plain
 from ._labels import escape_label
 
 DEFAULT_COLORSCALE = "Viridis"      # perceptually uniform, readable with colour-blindness
 DIVERGING_COLORSCALE = "RdBu_r"     # blue (negative) / red (positive), CVD-safe pair
-# Per-cell hover strings cost ~2 us a cell to serialise; above this many cells the
-# tiled figures fall back to numeric hover (positions, no pieces) to stay fast.
+# Per-cell hover strings cost ~0.7 us a cell to build and serialise; above this many
+# cells the tiled figures fall back to numeric hover (positions, no pieces) to stay fast.
 HOVER_TEXT_CELLS = 250_000
 
 
@@ -84,7 +85,7 @@ def token_axis(labels: Sequence[str] | None, title: str, *, reverse: bool = Fals
     if labels is not None:
         labels = list(labels)
         axis.update(tickmode="array", ticktext=labels,
-                    tickvals=list(values) if values is not None else list(range(len(labels))),
+                    tickvals=plain(values) if values is not None else list(range(len(labels))),
                     tickfont=dict(size=tick_font_size(len(labels))))
     if reverse:
         axis["autorange"] = "reversed"
@@ -104,44 +105,58 @@ def auto_height(rows: int, *, per_row: float = 18.0, base: int = 140,
     return int(np.clip(base + per_row * rows, low, high))
 
 
+def heatmap_trace(z: np.ndarray, *, zmin: float, zmax: float, colorscale, hovertemplate: str,
+                  colorbar: dict, **props) -> dict:
+    """A heatmap trace dict; gaps (NaN) get no hover."""
+    return dict(type="heatmap", z=z, zmin=zmin, zmax=zmax, colorscale=colorscale_value(colorscale),
+                hovertemplate=hovertemplate, hoverongaps=False, colorbar=colorbar,
+                **{k: v for k, v in props.items() if v is not None})
+
+
 def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: Sequence[str] | None,
                    y_title: str, x_title: str, zmin: float, zmax: float, colorscale,
                    hovertemplate: str, customdata=None, title: str = "", note: str = "",
-                   colorbar_title: str = "", height: int | None = None,
-                   **trace_kwargs) -> go.Figure:
+                   colorbar: dict | None = None, colorbar_title: str = "",
+                   height: int | None = None, annotations: Sequence[dict] = (),
+                   extra_traces: Sequence[dict] = (), **trace_props) -> go.Figure:
     """One heatmap trace, row 0 at the top, tokens as tick text on integer axes."""
-    trace = go.Heatmap(z=z, zmin=zmin, zmax=zmax, colorscale=colorscale,
-                       customdata=customdata, hovertemplate=hovertemplate, hoverongaps=False,
-                       colorbar=dict(title=dict(text=escape_label(colorbar_title))),
-                       **trace_kwargs)
-    fig = go.Figure(trace)
-    fig.update_layout(
+    trace = heatmap_trace(
+        z, zmin=zmin, zmax=zmax, colorscale=colorscale, customdata=customdata,
+        hovertemplate=hovertemplate,
+        colorbar=colorbar if colorbar is not None
+        else dict(title=dict(text=escape_label(colorbar_title))),
+        **trace_props)
+    layout = dict(
         title=figure_title(title, note),
         xaxis=token_axis(x_labels, x_title),
         yaxis=token_axis(y_labels, y_title, reverse=True),
-        height=height if height is not None else auto_height(z.shape[0]),
+        height=height_value(height) if height is not None else auto_height(z.shape[0]),
         margin=dict(l=10, r=10, t=60 if (title or note) else 30, b=10),
         plot_bgcolor="white",
     )
-    return fig
+    if annotations:
+        layout["annotations"] = list(annotations)
+    return build_figure([trace, *extra_traces], layout)
 
 
 def head_markers(x: Sequence[float], y: Sequence[float], layers: Sequence[int],
                  heads: Sequence[int], *, kind_label: str = "",
-                 notes: Sequence[str] | None = None) -> go.Scatter:
-    """Near-invisible clickable points at tile centres.
+                 notes: Sequence[str] | None = None) -> dict:
+    """Near-invisible clickable points at tile centres (a scatter trace dict).
 
     Plotly heatmaps report no point selection, so `st.plotly_chart(on_select=...)`
     learns which head was clicked from these markers' customdata [layer, head].
     `notes` (already escaped) add a hover line per marker.
     """
     prefix = f"{escape_label(kind_label)}<br>" if kind_label else ""
-    return go.Scatter(
-        x=list(x), y=list(y), mode="markers", showlegend=False, name="heads",
+    trace = dict(
+        type="scatter", x=plain(x), y=plain(y), mode="markers", showlegend=False, name="heads",
         customdata=np.column_stack([layers, heads]).astype(int),
-        text=list(notes) if notes is not None else None,
         marker=dict(size=18, opacity=0.01, color="white", symbol="square"),
         hovertemplate=prefix + "Layer %{customdata[0]} · head %{customdata[1]}"
                       + ("<br>%{text}" if notes is not None else "")
                       + "<br>click to open this head<extra></extra>",
     )
+    if notes is not None:
+        trace["text"] = list(notes)
+    return trace

@@ -47,7 +47,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, title: str = "", *,
     # Hover names each cell by original position and escaped piece.
     customdata = pair_customdata([f"{i} {lab}" for i, lab in zip(rows, q_labels)],
                                  [f"{j} {lab}" for j, lab in zip(cols, k_labels)])
-    fig = matrix_heatmap(
+    return matrix_heatmap(
         z, y_labels=q_labels, x_labels=k_labels, y_title=query_title, x_title=key_title,
         zmin=zmin, zmax=zmax, colorscale=colorscale or DEFAULT_COLORSCALE,
         customdata=customdata, title=title,
@@ -56,8 +56,6 @@ def attention_heatmap(weights, query_tokens, key_tokens, title: str = "", *,
         hovertemplate="Query %{customdata[0]}<br>Key %{customdata[1]}"
                       "<br>weight %{z:.4f}<extra></extra>",
         height=height if height is not None else auto_height(len(rows)),
+        annotations=[] if z.size else [dict(text="nothing left to show", showarrow=False,
+                                            xref="paper", yref="paper", x=0.5, y=0.5)],
     )
-    if z.size == 0:
-        fig.add_annotation(text="nothing left to show", showarrow=False,
-                           xref="paper", yref="paper", x=0.5, y=0.5)
-    return fig

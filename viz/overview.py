@@ -12,7 +12,8 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import (DEFAULT_COLORSCALE, HOVER_TEXT_CELLS, check_attention, figure_title,
-                    head_markers, token_axis)
+                    head_markers, heatmap_trace, token_axis)
+from ._figure import build_figure
 from ._labels import display_tokens, escape_label
 
 
@@ -79,11 +80,12 @@ def cell_text(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str]) -> np
     return text
 
 
-def tiled_figure(w: np.ndarray, query: list[str], key: list[str], *, title: str,
-                 normalize: bool, show_space: bool, kind_label: str, gap: int | None,
-                 colorscale, first_layer: int | None = 0) -> tuple[go.Figure, Tiling]:
+def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
+                normalize: bool, show_space: bool, kind_label: str, gap: int | None,
+                colorscale, first_layer: int | None = 0) -> tuple[list[dict], dict, Tiling]:
     """The shared body of overview_figure and head_grid_figure (w is (L, H, Q, K)).
 
+    Returns the traces, the layout (the caller adds the axis ticks) and the tiling.
     `first_layer=None` means the layer is unknown: hover then names only the head.
     """
     L, H, Q, K = w.shape
@@ -99,23 +101,21 @@ def tiled_figure(w: np.ndarray, query: list[str], key: list[str], *, title: str,
              + "<br>query %{customdata[2]} → key %{customdata[3]}"
              + ("<br>%{text}" if text is not None else "")
              + f"<br>weight {weight}<extra></extra>")
-    heat = go.Heatmap(z=t.z, customdata=t.customdata, text=text, hovertemplate=hover,
-                      zmin=0.0, zmax=1.0, colorscale=colorscale or DEFAULT_COLORSCALE,
-                      hoverongaps=False, colorbar=dict(title=dict(text="weight")))
+    heat = heatmap_trace(t.z, customdata=t.customdata, text=text, hovertemplate=hover,
+                         zmin=0.0, zmax=1.0, colorscale=colorscale or DEFAULT_COLORSCALE,
+                         colorbar=dict(title=dict(text="weight")))
     layers, heads = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
     centres_y = layers.ravel() * t.step_q + (Q - 1) / 2
     centres_x = heads.ravel() * t.step_k + (K - 1) / 2
     marks = head_markers(centres_x, centres_y, layers.ravel() + (first_layer or 0),
                          heads.ravel(), kind_label=kind_label)
-    fig = go.Figure([heat, marks])
     # Height from the grid's aspect at ~1000 px plot width; cells kept square.
     plot_h = float(np.clip(1000 * t.z.shape[0] / max(t.z.shape[1], 1), 120, 900))
-    fig.update_layout(title=figure_title(title), height=int(plot_h + 110),
-                      margin=dict(l=10, r=10, t=60 if title else 40, b=10),
-                      plot_bgcolor="white", clickmode="event+select", hovermode="closest")
-    fig.update_yaxes(scaleanchor="x", constrain="domain")
-    fig.update_xaxes(constrain="domain")
-    return fig, t
+    layout = dict(title=figure_title(title), height=int(plot_h + 110),
+                  margin=dict(l=10, r=10, t=60 if title else 40, b=10),
+                  plot_bgcolor="white", clickmode="event+select", hovermode="closest",
+                  yaxis=dict(scaleanchor="x", constrain="domain"), xaxis=dict(constrain="domain"))
+    return [heat, marks], layout, t
 
 
 def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
@@ -129,16 +129,14 @@ def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
     """
     w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
     L, H, Q, K = w.shape
-    fig, t = tiled_figure(w, query, key, title=title or kind_label,
-                          normalize=normalize, show_space=show_space,
-                          kind_label=kind_label, gap=gap, colorscale=colorscale)
-    fig.update_layout(
-        yaxis=token_axis([f"Layer {l}" for l in range(L)], "Query", reverse=True,
-                         values=[l * t.step_q + (Q - 1) / 2 for l in range(L)]),
-        xaxis=token_axis([f"Head {h}" for h in range(H)], "Key",
-                         values=[h * t.step_k + (K - 1) / 2 for h in range(H)]),
-    )
-    return fig
+    data, layout, t = tiled_parts(w, query, key, title=title or kind_label,
+                                  normalize=normalize, show_space=show_space,
+                                  kind_label=kind_label, gap=gap, colorscale=colorscale)
+    layout["yaxis"].update(token_axis([f"Layer {l}" for l in range(L)], "Query", reverse=True,
+                                      values=[l * t.step_q + (Q - 1) / 2 for l in range(L)]))
+    layout["xaxis"].update(token_axis([f"Head {h}" for h in range(H)], "Key",
+                                      values=[h * t.step_k + (K - 1) / 2 for h in range(H)]))
+    return build_figure(data, layout)
 
 
 def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
@@ -151,17 +149,16 @@ def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
     """
     w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=3)  # (H, Q, K)
     H, Q, K = w.shape
-    fig, t = tiled_figure(w[None], query, key, title=title, normalize=normalize,
-                          show_space=show_space, kind_label="", gap=gap,
-                          colorscale=colorscale, first_layer=layer)
-    for h in range(H):
-        fig.add_annotation(x=h * t.step_k + (K - 1) / 2, y=-0.5, yref="y", yanchor="bottom",
-                           text=f"Head {h}", showarrow=False)
-    fig.update_layout(
-        yaxis=token_axis(display_tokens(query, show_space=show_space), "Query", reverse=True),
-        xaxis=token_axis(display_tokens(key, show_space=show_space), "Key"),
-    )
-    return fig
+    data, layout, t = tiled_parts(w[None], query, key, title=title, normalize=normalize,
+                                  show_space=show_space, kind_label="", gap=gap,
+                                  colorscale=colorscale, first_layer=layer)
+    layout["annotations"] = [dict(x=h * t.step_k + (K - 1) / 2, y=-0.5, yref="y",
+                                  yanchor="bottom", text=f"Head {h}", showarrow=False)
+                             for h in range(H)]
+    layout["yaxis"].update(token_axis(display_tokens(query, show_space=show_space), "Query",
+                                      reverse=True))
+    layout["xaxis"].update(token_axis(display_tokens(key, show_space=show_space), "Key"))
+    return build_figure(data, layout)
 
 
 def overview_selection(points: Any, *, n_heads: int | None = None) -> tuple[int, int] | None:

@@ -7,6 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import as_array, auto_height, check_tokens, figure_title, matrix_heatmap, token_axis
+from ._figure import build_figure
 from ._labels import display_tokens, escape_html, show_piece
 
 MASKED, ALLOWED = "#d9d9d9", "#2166ac"   # light grey / dark blue: readable without hue
@@ -28,13 +29,12 @@ def binary_heatmap(mask: np.ndarray, *, y_labels, x_labels, y_title: str, x_titl
                    title: str, hover: str) -> go.Figure:
     """Two-colour heatmap of a bool matrix: z is 0/1 ints, 1 = may attend."""
     z = mask.astype(np.int8)
-    fig = matrix_heatmap(z, y_labels=y_labels, x_labels=x_labels, y_title=y_title,
-                         x_title=x_title, zmin=0, zmax=1, colorscale=MASK_COLORSCALE,
-                         hovertemplate=hover, title=title, xgap=1, ygap=1,
-                         height=auto_height(z.shape[0], low=160))
-    fig.update_traces(colorbar=dict(tickmode="array", tickvals=[0.25, 0.75],
-                                    ticktext=["masked", "may attend"], title=None))
-    return fig
+    return matrix_heatmap(z, y_labels=y_labels, x_labels=x_labels, y_title=y_title,
+                          x_title=x_title, zmin=0, zmax=1, colorscale=MASK_COLORSCALE,
+                          hovertemplate=hover, title=title, xgap=1, ygap=1,
+                          colorbar=dict(title={}, tickmode="array", tickvals=[0.25, 0.75],
+                                        ticktext=["masked", "may attend"]),
+                          height=auto_height(z.shape[0], low=160))
 
 
 def mask_figure(mask, query_tokens, key_tokens, title: str = "", *,
@@ -89,19 +89,19 @@ def topk_bar_figure(top_k: Sequence, chosen=None, title: str = "", *,
     labels = display_tokens([p for p, _ in items], show_space=show_space)
     colours = [CHOSEN if chosen_piece is not None and p == str(chosen_piece) else BAR
                for p, _ in items]
-    fig = go.Figure(go.Bar(
-        x=probs, y=list(range(len(items))), orientation="h", marker_color=colours,
-        customdata=labels, text=[f"{q:.3f}" for q in probs], textposition="auto",
-        cliponaxis=False, hovertemplate="%{customdata}<br>p = %{x:.4f}<extra></extra>"))
-    fig.update_layout(
+    bar = dict(
+        type="bar", x=probs, y=list(range(len(items))), orientation="h",
+        marker=dict(color=colours), customdata=labels, text=[f"{q:.3f}" for q in probs],
+        textposition="auto", cliponaxis=False,
+        hovertemplate="%{customdata}<br>p = %{x:.4f}<extra></extra>")
+    return build_figure([bar], dict(
         title=figure_title(title), showlegend=False, plot_bgcolor="white",
         xaxis=dict(title=dict(text="Probability"), range=[0, 1], tickformat=".1f",
                    tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], showgrid=True, gridcolor="#eeeeee"),
         yaxis=token_axis(labels, "Piece", reverse=True),
         height=auto_height(len(items), per_row=26, base=100, low=200, high=600),
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
-    )
-    return fig
+    ))
 
 
 def probability_colour(p: float) -> tuple[str, str]:

@@ -74,19 +74,19 @@ def statistic_figure(df: pd.DataFrame, column: str, title: str = "", *,
         zmin, zmax = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
         zmax = zmax if zmax > zmin else zmin + 1e-9
     cd = np.stack(np.meshgrid(layers, heads, indexing="ij"), axis=-1)            # (L, H, 2)
-    fig = matrix_heatmap(
+    ys, xs = np.meshgrid(np.arange(len(layers)), np.arange(len(heads)), indexing="ij")
+    notes = [f"{escape_label(column)} {v:.3f}" for v in z.ravel()]
+    markers = head_markers(xs.ravel(), ys.ravel(), cd[..., 0].ravel(), cd[..., 1].ravel(),
+                           notes=notes)
+    return matrix_heatmap(
         z, y_labels=[f"Layer {l}" for l in layers], x_labels=[f"Head {h}" for h in heads],
         y_title="Layer", x_title="Head", zmin=zmin, zmax=zmax,
         colorscale=colorscale or DEFAULT_COLORSCALE, customdata=cd,
         title=title or STAT_TITLES.get(column, column), colorbar_title=column,
         hovertemplate="Layer %{customdata[0]} · head %{customdata[1]}<br>"
                       + escape_label(column) + " %{z:.3f}<extra></extra>",
-        texttemplate="%{z:.2f}", height=120 + 60 * len(layers), xgap=1, ygap=1)
-    ys, xs = np.meshgrid(np.arange(len(layers)), np.arange(len(heads)), indexing="ij")
-    notes = [f"{escape_label(column)} {v:.3f}" for v in z.ravel()]
-    fig.add_trace(head_markers(xs.ravel(), ys.ravel(), cd[..., 0].ravel(), cd[..., 1].ravel(),
-                               notes=notes))
-    return fig
+        texttemplate="%{z:.2f}", height=120 + 60 * len(layers), xgap=1, ygap=1,
+        extra_traces=[markers])
 
 
 def rollout(encoder_weights, add_residual: bool = True) -> np.ndarray:
