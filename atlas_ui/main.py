@@ -1,0 +1,164 @@
+"""The app's top level: load, translate, pick a view, and turn every failure into a short message."""
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+
+import streamlit as st
+
+from viz import token_probability_html
+
+from . import state
+from .backend import (configure_torch, file_stamps, find_models, get_translator, load_examples, model_languages,
+                      translate)
+from .common import Display, escape_md
+from .inputs import input_area, show_status, sidebar
+from .settings import (DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, MAX_CHARS, VIEWS, max_concurrent,
+                       models_dir, torch_threads)
+from .views_attention import compare_view, grid_view, heatmap_view, overview_view
+from .views_model import masks_view, pe_view, steps_view
+
+LOG = logging.getLogger("atlas_ui")
+COMPACT_CSS = "<style>[data-testid='stMainBlockContainer']{padding-top:2.5rem;padding-bottom:2rem}</style>"
+EMPTY_PROMPT = "Type a sentence above, or pick an example, to see its attention."
+
+
+def guarded(render, *args) -> bool:
+    """Run one part of the page; a failure becomes a short message instead of a traceback."""
+    try:
+        render(*args)
+        return True
+    except ValueError as exc:
+        st.warning("That did not work: " + escape_md(str(exc), 200))
+    except Exception as exc:  # noqa: BLE001 - the page must never show a traceback
+        LOG.exception("Attention Atlas: unexpected error")
+        st.error(f"Something went wrong ({type(exc).__name__}). Try another sentence or reload the page.")
+    return False
+
+
+def run_translation(translator_path: str, device: str, text: str, reference: str, beam: int, limit: int):
+    """Translate the input with notices for long text; returns a Result or None (message shown)."""
+    if len(text) > MAX_CHARS:
+        st.warning(f"The text is longer than {MAX_CHARS} characters; only the first {MAX_CHARS} are used.")
+        text = text[:MAX_CHARS]
+    if not text.strip():
+        st.info(EMPTY_PROMPT)
+        return None
+    target = reference if reference.strip() else None
+    try:
+        with st.spinner("Translating…"):
+            result = translate(translator_path, device, text, 1 if target else beam, target, max_concurrent())
+    except ValueError as exc:
+        if "empty" in str(exc) or "no pieces" in str(exc):
+            st.info("There is nothing the model can read in that text. " + EMPTY_PROMPT)
+        else:
+            st.warning("Could not translate: " + escape_md(str(exc), 200))
+        return None
+    if result.truncated:
+        st.warning(f"The sentence is longer than the model's {limit} pieces; only the start was translated "
+                   "(the heatmaps show the part that was used).")
+    return result
+
+
+def show_translation(result, target_lang: str, display: Display) -> None:
+    title = f"Translation ({target_lang})" + (", forced to the reference" if result.forced else "")
+    st.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: darker = less sure.")
+    st.code(result.text or " ", language=None, wrap_lines=True)
+    st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space),
+                unsafe_allow_html=True)
+    st.caption("Each output piece is shaded by the probability the model gave it; hover for the value.")
+
+
+def translate_plain(path: str, device: str, beam: int, text: str):
+    """A second sentence with the same model and decoding, no reference (Masks and Compare views)."""
+    with st.spinner("Translating the other sentence…"):
+        return translate(path, device, text[:MAX_CHARS], beam, None, max_concurrent())
+
+
+def batch_sentences(examples: list, source_key: str, current: str, count: int = 2) -> list:
+    others = [row[source_key] for row in examples if row.get(source_key) and row[source_key] != current]
+    fallback = [row["en"] for row in FALLBACK_EXAMPLES if row["en"] != current]
+    return (others + fallback)[:count]
+
+
+def render_view(view: str, result, display: Display, translate_other, examples: list, source_key: str,
+                text: str) -> None:
+    if view == "Heatmap":
+        heatmap_view(result, display)
+    elif view == "Layer grid":
+        grid_view(result, display)
+    elif view == "Overview":
+        overview_view(result, display)
+    elif view == "Decoding steps":
+        steps_view(result, display)
+    elif view == "Masks":
+        sentences = batch_sentences(examples, source_key, text)
+        batch = [("this sentence", result)] + [(f"example {i + 1}", translate_other(sentence))
+                                               for i, sentence in enumerate(sentences)]
+        masks_view(result, batch, sentences)
+    elif view == "Positional encodings":
+        pe_view(result)
+    elif view == "Compare":
+        compare_view(result, display, translate_other, examples, source_key)
+
+
+def examples_for(folder, source_lang: str, target_lang: str) -> list:
+    """Example rows that have the model's source language, else the built-in sentences."""
+    paths = (str(folder / EXAMPLES_FILE), str(DEFAULT_MODELS_DIR / EXAMPLES_FILE))
+    rows = load_examples(paths, FALLBACK_EXAMPLES, file_stamps(paths))
+    rows = [row for row in rows if row.get(source_lang)]
+    return rows or [{source_lang: row["en"], target_lang: "", "shows": row["shows"]} for row in FALLBACK_EXAMPLES]
+
+
+def load_translator(path: str, device: str, name: str):
+    """The cached Translator, or None after a short error naming what is wrong."""
+    try:
+        with st.spinner(f"Loading the model {name}…"):
+            return get_translator(path, device)
+    except (OSError, ValueError, RuntimeError) as exc:
+        LOG.warning("could not load %s: %s", path, exc)
+        st.error(f"Could not load the model {escape_md(name)}: {escape_md(str(exc), 200)}")
+        return None
+
+
+def page() -> None:
+    configure_torch(torch_threads())
+    state.boot_from_url()
+    folder = models_dir()
+    models = find_models(str(folder))
+    if not models:
+        st.error(f"No model found: {escape_md(str(folder))} has no directory with a config.json. "
+                 "Set ATLAS_MODELS_DIR or add a model to pretrained/.")
+        return
+    model, device, display = sidebar(models)
+    status = st.sidebar.container()
+    path = models[model]
+    source_lang, target_lang = model_languages(path)
+    examples = examples_for(folder, source_lang, target_lang)
+    st.markdown(COMPACT_CSS, unsafe_allow_html=True)      # a constant, no user text
+    text, reference, beam = input_area(examples, source_lang, target_lang)
+    view = state.kept("view", VIEWS[0])
+    try:
+        translator = load_translator(path, device, model)
+        if translator is None:
+            return
+        result = run_translation(path, device, text, reference, beam, translator.config.max_source_len)
+        figure_seconds = None
+        if result is not None:
+            show_translation(result, target_lang, display)
+            view = state.radio("View", VIEWS, "view", horizontal=True, label_visibility="collapsed")
+            started = time.perf_counter()
+            guarded(render_view, view, result, display, partial(translate_plain, path, device, beam), examples,
+                    source_lang, text)
+            figure_seconds = time.perf_counter() - started
+        show_status(status, translator, result, figure_seconds)
+    finally:
+        state.write_url({"model": model, "view": view, "kind": state.kept("kind"), "layer": state.kept("layer"),
+                         "head": state.kept("head"), "step": state.kept("step"), "sentence": text[:MAX_CHARS],
+                         "ref": reference, "beam": beam if beam > 1 else None})
+
+
+def run() -> None:
+    st.set_page_config(page_title="Attention Atlas", layout="wide", initial_sidebar_state="expanded")
+    guarded(page)
