@@ -71,7 +71,7 @@ def beam_search(model: Transformer, source, source_keep, beam_size: int, max_len
     unfinished_at_limit: list[list[tuple]] = [[] for _ in range(B)]
     device = source.device
     memory = model.encode(source, source_keep, gates).repeat_interleave(K, dim=0)   # (B*K, S, D)
-    keep = source_keep.repeat_interleave(K, dim=0)
+    keep = None if source_keep is None else source_keep.repeat_interleave(K, dim=0)
     cache = model.new_cache()
     scores = torch.full((B, K), float("-inf"), device=device)
     scores[:, 0] = 0.0                                  # all beams start as the same <s>

@@ -64,11 +64,13 @@ class MultiHeadAttention(nn.Module):
                 cache["k"], cache["v"] = k, v
         dropout_p = self.dropout if self.training else 0.0
         if is_capturing():
-            scores = (q @ k.transpose(-2, -1)) / math.sqrt(self.d_head)      # (B, H, Tq, Tk)
+            scores = (q * self.d_head ** -0.5) @ k.transpose(-2, -1)         # (B, H, Tq, Tk)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = self.hook(torch.softmax(scores, dim=-1))
-            context = F.dropout(weights, dropout_p, self.training) @ v      # (B, H, Tq, dh)
+            if dropout_p:
+                weights = F.dropout(weights, dropout_p)
+            context = weights @ v                                           # (B, H, Tq, dh)
         else:
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         if head_gate is not None:      # ablation: zero whole heads before the output projection
@@ -135,6 +137,12 @@ class DecoderLayer(nn.Module):
         return self.feed_forward_block(x, self.feed_forward)
 
 
+def _key_mask(keep):
+    """bool (B, 1, 1, S) over keys, or None when no key is padding (one sentence): both
+    attention paths then skip masking work."""
+    return None if keep is None else keep[:, None, None, :]
+
+
 def _gate(gates, kind, layer):
     return None if gates is None else gates[kind][layer]
 
@@ -185,8 +193,10 @@ class Transformer(nn.Module):
 
     # ---- forward passes -----------------------------------------------------------
     def encode(self, source, source_keep, gates=None):
-        """source (B, S) ids; source_keep bool (B, S). Returns memory (B, S, D)."""
-        mask = source_keep[:, None, None, :]                                # (B, 1, 1, S)
+        """source (B, S) ids; source_keep bool (B, S), or None when nothing is padding.
+
+        Returns memory (B, S, D)."""
+        mask = _key_mask(source_keep)                                       # (B, 1, 1, S)
         x = self._embed(source, self.source_embedding)
         for i, layer in enumerate(self.encoder_layers):
             x = layer(x, mask, _gate(gates, "encoder_self", i))
@@ -199,7 +209,7 @@ class Transformer(nn.Module):
         target_mask = causal[None, None]                                    # (1, 1, T, T)
         if target_keep is not None:
             target_mask = target_mask & target_keep[:, None, None, :]       # (B, 1, T, T)
-        memory_mask = source_keep[:, None, None, :]
+        memory_mask = _key_mask(source_keep)
         x = self._embed(target, self.target_embedding)
         for i, layer in enumerate(self.decoder_layers):
             x = layer(x, memory, target_mask, memory_mask,
@@ -211,7 +221,7 @@ class Transformer(nn.Module):
 
     def decode_step(self, last_token, position: int, memory, source_keep, cache, gates=None):
         """One incremental step: last_token (B,) fed at `position`. Returns logits (B, V)."""
-        memory_mask = source_keep[:, None, None, :]
+        memory_mask = _key_mask(source_keep)
         x = self._embed(last_token[:, None], self.target_embedding, offset=position)   # (B, 1, D)
         for i, layer in enumerate(self.decoder_layers):
             # The newest query may see every cached key, so no self-attention mask is needed.

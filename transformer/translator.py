@@ -108,7 +108,7 @@ class Translator:
         max_len = self._check_max_len(max_len, len(source_ids))
         gates = self._gates(head_mask)
         source = torch.tensor([source_ids], dtype=torch.long, device=self.device)   # (1, S)
-        keep = torch.ones_like(source, dtype=torch.bool)
+        keep = None                      # one sentence: no padding, so no key mask
         beam_history, beam_final = None, None
         recorder_cm = _capture_cm(capture)
         with recorder_cm as recorder:
