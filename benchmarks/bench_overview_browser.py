@@ -18,8 +18,8 @@ Each run: the figure JSON (or BertViz params) is parsed before the clock starts;
 t0 = performance.now(); render (await Plotly.newPlot / BertViz's render); wait for two
 requestAnimationFrame callbacks (the frame holding the drawing has been painted); t1.
 The plot is purged, two more frames pass, the JS heap is collected and the benchmark
-idles --settle seconds before the next run. Reported: median of --repeats runs after --warmup unmeasured runs. Goals: ours
-<= 0.1x BertViz at 20 tokens and <= 0.02x at 128.
+idles --settle seconds before the next run. Reported: median of --repeats runs after
+--warmup unmeasured runs. Goals: ours <= 0.1x BertViz at 20 tokens and <= 0.02x at 128.
 
 Needs Playwright (Python) and Debian's /usr/bin/chromium (no `playwright install`).
 Pages are served by an in-process http.server on 127.0.0.1; nothing goes online.
