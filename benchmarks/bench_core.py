@@ -17,14 +17,13 @@ import time
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from transformer import Translator  # noqa: E402
-from transformer.capture import capture, no_capture  # noqa: E402
+from transformer.capture import no_capture  # noqa: E402
 from transformer.config import ModelConfig  # noqa: E402
 from transformer.data import DEFAULT_DATA_DIR, collate, read_split, token_batches  # noqa: E402
 from transformer.model import BOS_ID, PAD_ID, Transformer, sinusoidal_table  # noqa: E402

@@ -93,9 +93,6 @@ def test_forced_decoding(tiny):
         tiny.translate(source, target="   ")
 
 
-ALL_CROSS = None
-
-
 def all_cross_heads(tiny):
     return {("cross", layer, head) for layer in range(tiny.config.n_decoder_layers)
             for head in range(tiny.config.n_heads)}

@@ -1,7 +1,6 @@
 """Model parts: positional encoding, embeddings, attention paths, sublayers, masks, config."""
 import math
 
-import numpy as np
 import pytest
 import torch
 

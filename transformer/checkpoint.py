@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from .config import ModelConfig
+from .config import ModelConfig, read_json_object
 from .model import Transformer
 from .tokenizer import Tokenizer
 
@@ -72,13 +72,7 @@ def load_model_dir(path: str | Path):
     if len(tokenizer) != config.vocab_size:
         raise ValueError(f"{path / SPM}: vocabulary has {len(tokenizer)} pieces but {path / CONFIG} "
                          f"says vocab_size={config.vocab_size}")
-    card_path = path / CARD
-    if not card_path.is_file():
-        raise FileNotFoundError(f"{card_path}: model card not found")
-    try:
-        card = json.loads(card_path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{card_path}: not valid JSON ({exc})") from exc
+    card = read_json_object(path / CARD, "model card")
     model = Transformer(config)
     load_weights_into(model, path / WEIGHTS)
     model.eval()

@@ -57,12 +57,17 @@ class ModelConfig:
     @classmethod
     def load(cls, path: str | Path) -> "ModelConfig":
         path = Path(path)
-        if not path.is_file():
-            raise FileNotFoundError(f"{path}: config file not found")
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc})") from exc
-        if not isinstance(data, dict):
-            raise ValueError(f"{path}: expected a JSON object")
-        return cls.from_dict(data, source=str(path))
+        return cls.from_dict(read_json_object(path, "config file"), source=str(path))
+
+
+def read_json_object(path: Path, what: str) -> dict:
+    """A JSON object from `path`; FileNotFoundError / ValueError name the file."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: {what} not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a JSON object")
+    return data

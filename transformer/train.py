@@ -6,7 +6,6 @@ fp16 model directory is shipped. `--max-minutes` bounds the whole run.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import platform
@@ -186,18 +185,15 @@ def train(args: argparse.Namespace) -> Path:
     return finish(args, model, tokenizer, translator, state, run_dir, data_dir, started, say)
 
 
-def _load_epoch(model: Transformer, path: Path) -> None:
-    model.load_state_dict({k: v for k, v in load_file(str(path)).items()}, strict=False)
-
-
 def finish(args, model, tokenizer, translator, state, run_dir, data_dir, started, say) -> Path:
     """Pick best-single vs averaged weights on val, ship fp16, then score the shipped weights."""
     val_src, val_tgt = read_split(data_dir, "val", args.src), read_split(data_dir, "val", args.tgt)
     model.eval()
     candidates = {}
     best_path = run_dir / f"epoch{state['best_epoch']:03d}.safetensors"
-    _load_epoch(model, best_path)
-    candidates["best_single"] = (score_texts(translator.translate_batch(val_src), val_tgt)["bleu"], None)
+    best_state = load_file(str(best_path))
+    model.load_state_dict(best_state, strict=False)
+    candidates["best_single"] = (score_texts(translator.translate_batch(val_src), val_tgt)["bleu"], best_state)
     recent = sorted(run_dir.glob("epoch*.safetensors"))[-args.average:]
     if len(recent) >= 2:
         for n in sorted({min(3, len(recent)), len(recent)}):
@@ -208,10 +204,7 @@ def finish(args, model, tokenizer, translator, state, run_dir, data_dir, started
             candidates[f"average_last_{n}"] = (bleu, averaged)
     say("val BLEU by candidate: " + ", ".join(f"{k} {v[0]:.2f}" for k, v in candidates.items()))
     chosen = max(candidates, key=lambda k: candidates[k][0])
-    if candidates[chosen][1] is None:
-        _load_epoch(model, best_path)
-    else:
-        model.load_state_dict(candidates[chosen][1], strict=False)
+    model.load_state_dict(candidates[chosen][1], strict=False)
     out = save_model_dir(args.out, model, tokenizer, card={"status": "being scored"})
     train_minutes = (time.time() - started) / 60
     # Score what ships: reload the fp16 weights as float32.
