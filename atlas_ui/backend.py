@@ -11,6 +11,8 @@ import numpy as np
 import streamlit as st
 import torch
 
+from viz import average_statistics, head_statistics
+
 from .settings import TOP_K
 
 
@@ -31,6 +33,9 @@ class Result:
     steps: list                     # [(piece, prob, [(piece, prob), ...])]
     seconds: float
     device: str
+    beam: list | None = None        # per step: [(pieces, score, parent, finished), ...] (beam search only)
+    beam_final: tuple | None = None # (step, index) of the returned hypothesis in `beam`
+    head_mask: tuple = ()           # the (kind, layer, head) switched off in this run
 
     def axes(self, kind: str) -> tuple[list, list]:
         """(query tokens, key tokens) of one attention kind, as the API page prescribes."""
@@ -46,8 +51,10 @@ class Result:
         return [prob for _, prob, _ in self.steps]
 
 
-def to_result(out, device: str) -> Result:
+def to_result(out, device: str, head_mask: tuple = ()) -> Result:
     att = out.attention
+    beam = None if out.beam is None else [[(tuple(h.pieces), float(h.score), h.parent, bool(h.finished))
+                                           for h in step] for step in out.beam]
     return Result(
         text=out.text, source_tokens=list(out.source_tokens), target_tokens=list(out.target_tokens),
         output_tokens=list(out.output_tokens), truncated=bool(out.truncated),
@@ -59,7 +66,8 @@ def to_result(out, device: str) -> Result:
         positional_encoding=np.asarray(out.positional_encoding),
         source_embeddings=np.asarray(out.source_embeddings),
         steps=[(s.token, float(s.prob), [(p, float(q)) for p, q in s.top_k]) for s in out.steps],
-        seconds=float(getattr(out, "seconds", 0.0)), device=device)
+        seconds=float(getattr(out, "seconds", 0.0)), device=device, beam=beam,
+        beam_final=None if out.beam_final is None else tuple(out.beam_final), head_mask=tuple(head_mask))
 
 
 def find_models(folder: str) -> dict:
@@ -124,14 +132,37 @@ def get_translator(path: str, device: str):
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
-def translate(path: str, device: str, text: str, beam_size: int, target: str | None, slots: int) -> Result:
-    """Translate with capture; cached per (model, device, text, beam size, reference)."""
+def translate(path: str, device: str, text: str, beam_size: int, target, slots: int,
+              head_mask: tuple = ()) -> Result:
+    """Translate with capture; cached per (model, device, text, beam size, reference, ablated heads).
+
+    `target`: None, a reference text, or a tuple of pieces fed exactly (forced decoding).
+    """
     translator = get_translator(path, device)
     semaphore = translation_slots(slots)
     if not semaphore.acquire(timeout=120):
         raise TimeoutError("the server is busy translating for others")
     try:
-        out = translator.translate(text, beam_size=beam_size, capture=True, top_k=TOP_K, target=target)
+        out = translator.translate(text, beam_size=beam_size, capture=True, top_k=TOP_K,
+                                   target=list(target) if isinstance(target, tuple) else target,
+                                   head_mask=set(head_mask) or None)
     finally:
         semaphore.release()
-    return to_result(out, str(translator.device))
+    return to_result(out, str(translator.device), head_mask)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def example_statistics(path: str, device: str, texts: tuple, beam_size: int, slots: int) -> dict:
+    """kind -> head statistics averaged over `texts` (each sentence weighs the same)."""
+    frames = {kind: [] for kind in ("encoder_self", "decoder_self", "cross")}
+    for text in texts:
+        try:
+            result = translate(path, device, text, beam_size, None, slots)
+        except ValueError:
+            continue
+        for kind in frames:
+            queries, keys = result.axes(kind)
+            frames[kind].append(head_statistics(result.attention[kind], queries, keys,
+                                                aligned=kind != "cross"))
+    return {kind: average_statistics(parts) for kind, parts in frames.items() if parts}
+

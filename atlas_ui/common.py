@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from viz import PLOTLY_CONFIG
+from viz import PLOTLY_CONFIG, presenter_figure
 from viz.words import merge_attention
 
 from . import state
@@ -22,6 +22,7 @@ class Display:
     show_space: bool = False
     normalize: bool = False
     words: bool = False
+    presenter: bool = False
 
 
 def escape_md(text: str, limit: int = 300) -> str:
@@ -33,7 +34,10 @@ def escape_md(text: str, limit: int = 300) -> str:
 
 
 def chart(fig, key: str, **kwargs):
-    """Draw a plotly figure with the project's toolbar config and the figure's own colours."""
+    """Draw a plotly figure with the project's toolbar config and the figure's own colours
+    (readable on light and dark pages alike); larger fonts in presenter mode."""
+    if state.kept("presenter", False):
+        fig = presenter_figure(fig)
     return st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG, theme=None, width="stretch", **kwargs)
 
 

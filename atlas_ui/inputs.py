@@ -30,7 +30,10 @@ def sidebar(models: dict) -> tuple[str, str, Display]:
             normalize=state.toggle("Normalise each map", "normalize",
                                    help="Stretch the colour scale to each map's own maximum instead of 0 to 1."),
             words=state.toggle("Merge pieces into words", "words",
-                               help="Sum attention over a word's key pieces and average over its query pieces."))
+                               help="Sum attention over a word's key pieces and average over its query pieces."),
+            presenter=state.toggle("Presenter mode", "presenter",
+                                   help="Large type and a clean page for projecting; ← and → step through "
+                                        "the decoding steps."))
     return model, device, display
 
 

@@ -10,12 +10,15 @@ import streamlit as st
 from viz import token_probability_html
 
 from . import state
-from .backend import (configure_torch, file_stamps, find_models, get_translator, load_examples, model_languages,
-                      translate)
+from .backend import (configure_torch, example_statistics, file_stamps, find_models, get_translator, load_examples,
+                      model_languages, translate)
 from .common import Display, escape_md
 from .inputs import input_area, show_status, sidebar
 from .settings import (DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, MAX_CHARS, VIEWS, max_concurrent,
                        models_dir, torch_threads)
+from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
+from .views_ablation import ablation_view
+from .views_analysis import beam_view, rollout_view, stats_view
 from .views_attention import compare_view, grid_view, heatmap_view, overview_view
 from .views_model import masks_view, pe_view, steps_view
 
@@ -24,17 +27,18 @@ COMPACT_CSS = "<style>[data-testid='stMainBlockContainer']{padding-top:2.5rem;pa
 EMPTY_PROMPT = "Type a sentence above, or pick an example, to see its attention."
 
 
-def guarded(render, *args) -> bool:
-    """Run one part of the page; a failure becomes a short message instead of a traceback."""
+def guarded(render, *args):
+    """Run one part of the page; a failure becomes a short message instead of a traceback.
+
+    Returns what `render` returned, or None after a failure."""
     try:
-        render(*args)
-        return True
+        return render(*args)
     except ValueError as exc:
         st.warning("That did not work: " + escape_md(str(exc), 200))
     except Exception as exc:  # noqa: BLE001 - the page must never show a traceback
         LOG.exception("Attention Atlas: unexpected error")
         st.error(f"Something went wrong ({type(exc).__name__}). Try another sentence or reload the page.")
-    return False
+    return None
 
 
 def run_translation(translator_path: str, device: str, text: str, reference: str, beam: int, limit: int):
@@ -82,25 +86,49 @@ def batch_sentences(examples: list, source_key: str, current: str, count: int = 
     return (others + fallback)[:count]
 
 
-def render_view(view: str, result, display: Display, translate_other, examples: list, source_key: str,
-                text: str) -> None:
+def run_variant(path: str, device: str, text: str, beam: int, reference: str, head_mask: tuple = (),
+                pieces: tuple | None = None):
+    """This sentence again: with heads switched off, and/or forced through the given pieces."""
+    target = pieces if pieces is not None else (reference if reference.strip() else None)
+    return translate(path, device, text[:MAX_CHARS], 1 if target else beam, target, max_concurrent(),
+                     tuple(head_mask))
+
+
+def examples_statistics(path: str, device: str, beam: int, texts: tuple) -> dict:
+    return example_statistics(path, device, texts, beam, max_concurrent())
+
+
+def render_view(view: str, result, display: Display, context: dict):
+    """Draw one view; returns its main figure (for the HTML download) or None."""
+    examples, source_key, text = context["examples"], context["source_key"], context["text"]
+    translate_other, variant = context["translate_other"], context["variant"]
     if view == "Heatmap":
-        heatmap_view(result, display)
-    elif view == "Layer grid":
-        grid_view(result, display)
-    elif view == "Overview":
-        overview_view(result, display)
-    elif view == "Decoding steps":
-        steps_view(result, display)
-    elif view == "Masks":
+        return heatmap_view(result, display)
+    if view == "Layer grid":
+        return grid_view(result, display)
+    if view == "Overview":
+        return overview_view(result, display)
+    if view == "Decoding steps":
+        return steps_view(result, display)
+    if view == "Beam":
+        return beam_view(result, display, variant)
+    if view == "Head summary":
+        texts = tuple(row[source_key] for row in examples if row.get(source_key))
+        return stats_view(result, display, partial(context["example_stats"], texts), len(texts))
+    if view == "Rollout":
+        return rollout_view(result, display)
+    if view == "Ablation":
+        return ablation_view(result, display, variant)
+    if view == "Masks":
         sentences = batch_sentences(examples, source_key, text)
         batch = [("this sentence", result)] + [(f"example {i + 1}", translate_other(sentence))
                                                for i, sentence in enumerate(sentences)]
-        masks_view(result, batch, sentences)
-    elif view == "Positional encodings":
-        pe_view(result)
-    elif view == "Compare":
-        compare_view(result, display, translate_other, examples, source_key)
+        return masks_view(result, batch, sentences)
+    if view == "Positional encodings":
+        return pe_view(result)
+    if view == "Compare":
+        return compare_view(result, display, translate_other, examples, source_key)
+    return None
 
 
 def examples_for(folder, source_lang: str, target_lang: str) -> list:
@@ -132,13 +160,18 @@ def page() -> None:
                  "Set ATLAS_MODELS_DIR or add a model to pretrained/.")
         return
     model, device, display = sidebar(models)
-    status = st.sidebar.container()
+    status, share = st.sidebar.container(), st.sidebar.container()
     path = models[model]
     source_lang, target_lang = model_languages(path)
     examples = examples_for(folder, source_lang, target_lang)
-    st.markdown(COMPACT_CSS, unsafe_allow_html=True)      # a constant, no user text
-    text, reference, beam = input_area(examples, source_lang, target_lang)
+    st.markdown(COMPACT_CSS, unsafe_allow_html=True)      # constants, no user text
+    if display.presenter:
+        st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
+        st.button("Leave presenter mode", key="presenter_exit", on_click=state.put, args=("presenter", False))
+    with st.expander("Sentence and decoding", expanded=True) if display.presenter else st.container():
+        text, reference, beam = input_area(examples, source_lang, target_lang)
     view = state.kept("view", VIEWS[0])
+    params = {}
     try:
         translator = load_translator(path, device, model)
         if translator is None:
@@ -148,17 +181,31 @@ def page() -> None:
         if result is not None:
             show_translation(result, target_lang, display)
             view = state.radio("View", VIEWS, "view", horizontal=True, label_visibility="collapsed")
+            context = dict(examples=examples, source_key=source_lang, text=text,
+                           translate_other=partial(translate_plain, path, device, beam),
+                           variant=partial(run_variant, path, device, text, beam, reference),
+                           example_stats=partial(examples_statistics, path, device, beam))
             started = time.perf_counter()
-            guarded(render_view, view, result, display, partial(translate_plain, path, device, beam), examples,
-                    source_lang, text)
+            figure = guarded(render_view, view, result, display, context)
             figure_seconds = time.perf_counter() - started
+            with st.expander("Export", expanded=False):
+                meta = {"model": model, "source_lang": source_lang, "target_lang": target_lang,
+                        "beam_size": beam, "forced": result.forced, "text": text[:MAX_CHARS],
+                        "truncated": result.truncated, "device": result.device}
+                guarded(export_buttons, result, figure, meta, file_stem(text))
         show_status(status, translator, result, figure_seconds)
     finally:
-        state.write_url({"model": model, "view": view, "kind": state.kept("kind"), "layer": state.kept("layer"),
-                         "head": state.kept("head"), "step": state.kept("step"), "sentence": text[:MAX_CHARS],
-                         "ref": reference, "beam": beam if beam > 1 else None})
+        params = {"model": model, "view": view, "kind": state.kept("kind"), "layer": state.kept("layer"),
+                  "head": state.kept("head"), "step": state.kept("step"), "sentence": text[:MAX_CHARS],
+                  "ref": reference, "beam": beam if beam > 1 else None,
+                  "words": 1 if display.words else None, "present": 1 if display.presenter else None,
+                  "ablate": state.format_heads(state.ablated_heads()) or None}
+        state.write_url(params)
+        guarded(share_box, share, params)
 
 
 def run() -> None:
-    st.set_page_config(page_title="Attention Atlas", layout="wide", initial_sidebar_state="expanded")
+    presenting = st.query_params.get("present") == "1"
+    st.set_page_config(page_title="Attention Atlas", layout="wide",
+                       initial_sidebar_state="collapsed" if presenting else "expanded")
     guarded(page)

@@ -23,7 +23,8 @@ FALLBACK_EXAMPLES = (
 KINDS = ("encoder_self", "decoder_self", "cross")
 KIND_LABELS = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention",
                "cross": "Cross-attention"}
-VIEWS = ("Heatmap", "Layer grid", "Overview", "Decoding steps", "Masks", "Positional encodings", "Compare")
+VIEWS = ("Heatmap", "Layer grid", "Overview", "Decoding steps", "Beam", "Head summary", "Rollout", "Ablation",
+         "Compare", "Masks", "Positional encodings")
 
 
 def models_dir(environ=os.environ) -> Path:

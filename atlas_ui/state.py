@@ -10,10 +10,22 @@ import streamlit as st
 
 STORE = "_keep_"
 BOOTED = "_booted"
+ABLATE_PREFIX = "ablate_"      # session key per (kind, layer): the list of heads switched off
+
+
+def parse_flag(value: str) -> bool:
+    if value in ("1", "true", "True", "yes", "on"):
+        return True
+    if value in ("0", "false", "False", "no", "off", ""):
+        return False
+    raise ValueError(f"not a flag: {value!r}")
+
+
 # URL parameter -> (session key, parser)
 URL_FIELDS = {"model": ("model", str), "sentence": ("text", str), "ref": ("reference", str),
               "beam": ("beam_size", int), "view": ("view", str), "kind": ("kind", str),
-              "layer": ("layer", int), "head": ("head", int), "step": ("step", int)}
+              "layer": ("layer", int), "head": ("head", int), "step": ("step", int),
+              "words": ("words", parse_flag), "present": ("presenter", parse_flag)}
 
 
 def restore(key: str, default, valid) -> None:
@@ -83,6 +95,41 @@ def multiselect(label: str, options, key: str, default: list, limit: int, **kwar
     return remember(key, st.multiselect(label, options, key=key, max_selections=limit, **kwargs))
 
 
+def pills(label: str, options, key: str, default: list | None = None, **kwargs) -> list:
+    """Multi-select pills (a row of toggles), kept like the other widgets."""
+    options = list(options)
+    restore(key, list(default or []), lambda v: isinstance(v, list) and all(x in options for x in v))
+    return remember(key, list(st.pills(label, options, key=key, selection_mode="multi", **kwargs) or []))
+
+
+def ablated_heads() -> list:
+    """Every (kind, layer, head) ticked in the ablation view, drawn in this run or not, sorted."""
+    heads = set()
+    for key in set(st.session_state) | {k[len(STORE):] for k in st.session_state if str(k).startswith(STORE)}:
+        key = str(key)
+        if not key.startswith(ABLATE_PREFIX):
+            continue
+        kind, _, layer = key[len(ABLATE_PREFIX):].rpartition("_")
+        value = kept(key, [])
+        if kind and layer.isdigit() and isinstance(value, list):
+            heads.update((kind, int(layer), int(h)) for h in value if isinstance(h, int))
+    return sorted(heads)
+
+
+def format_heads(heads) -> str:
+    return ",".join(f"{kind}:{layer}:{head}" for kind, layer, head in heads)
+
+
+def parse_heads(text: str) -> dict:
+    """'cross:2:5,encoder_self:0:3' -> {session key: [heads]}; malformed parts are skipped."""
+    keys: dict = {}
+    for part in str(text).split(","):
+        pieces = part.strip().split(":")
+        if len(pieces) == 3 and pieces[1].isdigit() and pieces[2].isdigit():
+            keys.setdefault(f"{ABLATE_PREFIX}{pieces[0]}_{int(pieces[1])}", []).append(int(pieces[2]))
+    return {key: sorted(set(heads)) for key, heads in keys.items()}
+
+
 def boot_from_url() -> None:
     """Once per session: seed the widgets from the URL's query parameters."""
     state = st.session_state
@@ -102,6 +149,9 @@ def boot_from_url() -> None:
             if value <= 1:
                 continue
         state[STORE + key] = value
+    if "ablate" in params:
+        for key, heads in parse_heads(params["ablate"]).items():
+            state[STORE + key] = heads
 
 
 def write_url(values: dict) -> None:

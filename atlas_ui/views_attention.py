@@ -21,9 +21,10 @@ def _head_heatmap(result, display, kind, layer, head, key, height=None):
                             show_space=display.show_space, hide_special=display.hide_special,
                             height=height or heat_height(len(queries)))
     chart(fig, key)
+    return fig
 
 
-def heatmap_view(result, display) -> None:
+def heatmap_view(result, display):
     columns = st.columns([3, 2, 2, 2])
     with columns[0]:
         kind = pick_kind()
@@ -33,10 +34,11 @@ def heatmap_view(result, display) -> None:
         average = state.toggle("Average over heads", "avg_heads")
     with columns[2]:
         head = pick_head(result, disabled=average)
-    _head_heatmap(result, display, kind, layer, None if average else head, "heatmap_main")
+    fig = _head_heatmap(result, display, kind, layer, None if average else head, "heatmap_main")
     st.caption("Rows are queries, columns are keys; each row is one softmax and sums to 1. "
                "Decoder rows are labelled with the piece that step produced; decoder self-attention "
                "keys with the pieces fed. Hover a cell for its weight.")
+    return fig
 
 
 def _clickable_tiles(fig, chart_key: str, result, display, kind: str, fixed_layer: int | None = None) -> None:
@@ -65,7 +67,7 @@ def _on_tile_pick(chart_key: str, layers: int, heads: int) -> None:
         state.put("avg_heads", False)
 
 
-def grid_view(result, display) -> None:
+def grid_view(result, display):
     columns = st.columns(2)
     with columns[0]:
         kind = pick_kind()
@@ -75,15 +77,17 @@ def grid_view(result, display) -> None:
     fig = head_grid_figure(weights[layer], queries, keys, f"{KIND_LABELS[kind]} · layer {layer} · all heads",
                            normalize=display.normalize, show_space=display.show_space, layer=layer)
     _clickable_tiles(fig, f"grid_{kind}_{layer}", result, display, kind, fixed_layer=layer)
+    return fig
 
 
-def overview_view(result, display) -> None:
+def overview_view(result, display):
     kind = pick_kind()
     weights, queries, keys = weights_for(result, kind, display.words)
     fig = overview_figure(weights, queries, keys, f"{KIND_LABELS[kind]}: every layer × every head",
                           normalize=display.normalize, kind_label=KIND_LABELS[kind], show_space=display.show_space)
     st.caption("Rows of tiles are layers, columns are heads.")
     _clickable_tiles(fig, f"overview_{kind}", result, display, kind)
+    return fig
 
 
 def _pick_label(pick: str) -> str:
@@ -91,7 +95,7 @@ def _pick_label(pick: str) -> str:
     return f"{KIND_LABELS[kind]} · L{layer} · H{head}"
 
 
-def compare_view(result, display, translate_other, examples: list, source_key: str) -> None:
+def compare_view(result, display, translate_other, examples: list, source_key: str):
     st.subheader("Heads side by side")
     heads = n_heads(result)
     options = [f"{kind}:{layer}:{head}" for kind in KINDS for layer in range(n_layers(result, kind))
@@ -100,10 +104,12 @@ def compare_view(result, display, translate_other, examples: list, source_key: s
     picks = state.multiselect(f"Up to {MAX_COMPARE_HEADS} heads", options, "compare_heads",
                               ["encoder_self:0:0", f"cross:{last}:0"], MAX_COMPARE_HEADS,
                               format_func=_pick_label)
+    figures = []
     for index, (column, pick) in enumerate(zip(st.columns(max(1, len(picks))), picks)):
         kind, layer, head = pick.split(":")
         with column:
-            _head_heatmap(result, display, kind, int(layer), int(head), f"compare_head_{index}", height=420)
+            figures.append(_head_heatmap(result, display, kind, int(layer), int(head), f"compare_head_{index}",
+                                         height=420))
 
     st.subheader("One head across sentences")
     columns = st.columns(3)
@@ -132,3 +138,4 @@ def compare_view(result, display, translate_other, examples: list, source_key: s
                 continue
             st.caption(f"Sentence {index + 1} → " + escape_md(other.text, 120))
             _head_heatmap(other, display, kind, layer, head, f"compare_sentence_{index}", height=420)
+    return figures[0] if figures else None

@@ -5,7 +5,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.masks import causal_mask, decoder_mask, padding_mask
-from viz import (attention_heatmap, batch_padding_figure, embedding_figure, mask_figure,
+from viz import (attention_heatmap, batch_padding_figure, embedding_figure, mask_figure, merge_keys,
                  position_similarity_figure, positional_encoding_figure, topk_bar_figure)
 
 from . import state
@@ -22,19 +22,29 @@ MASK_TEXT = {
 }
 
 
-def _step_nav(step_count: int) -> int:
-    """Slider plus previous/next buttons over the decoding steps; returns the 0-based step."""
+def _step_nav(step_count: int, presenter: bool = False) -> int:
+    """Slider plus previous/next buttons over the decoding steps; returns the 0-based step.
+
+    In presenter mode the slider gives way to big buttons bound to the ← and → keys (a focused
+    slider would take the arrow keys too, and move twice).
+    """
     if step_count <= 1:
         state.put("step", 0)
         st.caption("This output has a single step.")
         return 0
     state.restore("step", 0, lambda v: isinstance(v, int) and 0 <= v < step_count)
+    current = st.session_state["step"]
+    keys = dict(prev=dict(shortcut="Left"), next=dict(shortcut="Right")) if presenter else dict(prev={}, next={})
     columns = st.columns([1, 1, 6])
     columns[0].button("◀ Prev", key="step_prev", on_click=_move_step, args=(-1, step_count),
-                      disabled=st.session_state["step"] <= 0)
+                      disabled=current <= 0, **keys["prev"])
     columns[1].button("Next ▶", key="step_next", on_click=_move_step, args=(1, step_count),
-                      disabled=st.session_state["step"] >= step_count - 1)
+                      disabled=current >= step_count - 1, **keys["next"])
     with columns[2]:
+        if presenter:
+            state.remember("step", current)
+            st.markdown(f"### Step {current + 1} of {step_count}")
+            return current
         return state.int_slider("Decoding step", 0, step_count - 1, "step", 0, label_visibility="collapsed")
 
 
@@ -43,9 +53,9 @@ def _move_step(delta: int, step_count: int) -> None:
     state.put("step", int(min(max(current + delta, 0), step_count - 1)))
 
 
-def steps_view(result, display) -> None:
+def steps_view(result, display):
     steps = result.steps
-    t = _step_nav(len(steps))
+    t = _step_nav(len(steps), display.presenter)
     token, prob, top_k = steps[t]
     prefix = result.target_tokens[: t + 1]
     st.text(f"Step {t + 1} of {len(steps)}\nPrefix fed: {' '.join(prefix)}\n"
@@ -67,17 +77,22 @@ def steps_view(result, display) -> None:
     where = f"layer {layer} · " + ("all heads" if all_heads else f"head {head}")
     cross = result.attention["cross"][layer, heads, t, :]                       # (rows, S)
     self_att = result.attention["decoder_self"][layer, heads, t, : t + 1]       # (rows, t + 1)
+    source = result.source_tokens
+    if display.words:       # merge the key pieces into words; each row is one step or one head
+        cross, source = merge_keys(cross, source)
+        self_att, prefix = merge_keys(self_att, prefix)
     options = dict(normalize=display.normalize, show_space=display.show_space,
                    hide_special=display.hide_special, query_title=row_title, height=heat_height(len(rows), 220))
+    cross_fig = attention_heatmap(cross, rows, source, f"Cross-attention over the source · {where}", **options)
     with right:
-        chart(attention_heatmap(cross, rows, result.source_tokens,
-                                f"Cross-attention over the source · {where}", **options), "step_cross")
+        chart(cross_fig, "step_cross")
         chart(attention_heatmap(self_att, rows, prefix,
                                 f"Decoder self-attention over the prefix · {where}", **options),
               "step_self")
+    return cross_fig
 
 
-def masks_view(result, batch: list, sentences: list) -> None:
+def masks_view(result, batch: list, sentences: list):
     """`batch`: [(label, Result)] of this sentence and the examples `sentences`, for the padded batch."""
     S, T = len(result.source_tokens), len(result.output_tokens)
     st.subheader("This sentence")
@@ -116,15 +131,17 @@ def masks_view(result, batch: list, sentences: list) -> None:
                               f"{label}: {target_lengths[index]} of {T_max} real"),
                   f"mask_batch_decoder_{index}")
     st.markdown(MASK_TEXT["combined"])
+    return figures[2][1]
 
 
-def pe_view(result) -> None:
+def pe_view(result):
     S = len(result.source_tokens)
     pe = np.asarray(result.positional_encoding[:S])
     tokens = result.source_tokens
     columns = st.columns(2)
+    main = positional_encoding_figure(pe, tokens, f"Sinusoidal positional encoding ({S} positions)")
     with columns[0]:
-        chart(positional_encoding_figure(pe, tokens, f"Sinusoidal positional encoding ({S} positions)"), "pe_matrix")
+        chart(main, "pe_matrix")
         st.caption("Each row is one position, each column one dimension: sines and cosines of falling "
                    "frequency, added to the token embeddings so that attention can tell positions apart.")
     with columns[1]:
@@ -137,3 +154,4 @@ def pe_view(result) -> None:
     with columns[1]:
         chart(embedding_figure(embeddings + pe, tokens, "After adding the positional encoding"), "pe_after")
     st.caption("What the first encoder layer receives: " + escape_md(f"{S} pieces × {pe.shape[1]} dimensions."))
+    return main

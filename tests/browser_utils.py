@@ -1,7 +1,9 @@
 """Helpers for the Playwright tests: a `streamlit run` server on a free port, and page probes."""
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -10,11 +12,17 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 CHART = '[data-testid="stPlotlyChart"]'
+# CI (CI=true or ATLAS_REQUIRE_BROWSER=1) must run the browser tests: a missing browser fails there.
+REQUIRED = os.environ.get("CI") == "true" or os.environ.get("ATLAS_REQUIRE_BROWSER") == "1"
+NEEDS_BROWSER = pytest.mark.skipif(not Path(CHROMIUM).exists() and not REQUIRED,
+                                   reason=f"{CHROMIUM} is not installed (apt-get install -y chromium)")
 
 
 def free_port() -> int:
@@ -23,11 +31,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(port: int, log_path: Path) -> subprocess.Popen:
+def start_server(port: int, log_path: Path, extra_args: tuple = ()) -> subprocess.Popen:
     """`streamlit run app.py` from the repository root, environment passed through."""
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                "--server.address", "127.0.0.1", "--server.headless", "true",
-               "--browser.gatherUsageStats", "false"]
+               "--browser.gatherUsageStats", "false", *extra_args]
     log = open(log_path, "wb")
     return subprocess.Popen(command, cwd=ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
@@ -91,7 +99,9 @@ def wait_idle(page, timeout: float = 120_000) -> None:
 
 
 def pick_view(page, name: str) -> None:
-    page.locator('[data-testid="stRadio"] label').filter(has_text=name).first.click()
+    """Click the view radio's option named exactly `name` ("Beam", not "Beam search")."""
+    exact = re.compile(rf"^\s*{re.escape(name)}\s*$")
+    page.locator('[data-testid="stRadio"] label').filter(has_text=exact).first.click()
 
 
 def translate(page, text: str) -> None:
@@ -99,3 +109,48 @@ def translate(page, text: str) -> None:
     box = page.locator('[data-testid="stTextArea"] textarea').first
     box.fill(text)
     page.get_by_role("button", name="Translate").click()
+
+
+@contextlib.contextmanager
+def running_app(log_dir: Path, extra_args: tuple = ()):
+    """A healthy `streamlit run` server for the duration of the block; yields its URL."""
+    port = free_port()
+    process = start_server(port, log_dir / f"server-{port}.log", extra_args)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process, timeout=90)
+        yield url
+    finally:
+        stop_server(process)
+
+
+def open_page(browser, url: str, viewport=(1440, 1100)):
+    """A fresh page on `url` whose console and page errors collect in page.problems."""
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True)
+    page = context.new_page()
+    page.problems = []
+    page.on("console", lambda msg: page.problems.append(f"console: {msg.text}") if msg.type == "error" else None)
+    page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))
+    page.set_default_timeout(120_000)
+    page.goto(url, wait_until="domcontentloaded")
+    return page
+
+
+def wait_for_text(page, text: str, timeout: float = 120_000) -> None:
+    """Wait until `text` appears in the page's visible text."""
+    page.wait_for_function("(text) => document.body.innerText.includes(text)", arg=text, timeout=timeout)
+
+
+def click_point(page, chart_index: int, trace_index: int, point_index: int) -> None:
+    """Click a scatter point of a chart at the pixel plotly.js drew it (read from the axes)."""
+    box = page.evaluate(
+        """([c, t, p]) => {
+            const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[c];
+            gd.scrollIntoView({block: 'center'});
+            const trace = gd._fullData[t], L = gd._fullLayout;
+            const xa = L[(trace.xaxis || 'x').replace('x', 'xaxis')], ya = L[(trace.yaxis || 'y').replace('y', 'yaxis')];
+            const r = gd.getBoundingClientRect();
+            return {x: r.left + xa._offset + xa.l2p(trace.x[p]), y: r.top + ya._offset + ya.l2p(trace.y[p])};
+        }""", [chart_index, trace_index, point_index])
+    page.mouse.move(box["x"], box["y"])
+    page.mouse.click(box["x"], box["y"])

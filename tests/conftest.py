@@ -78,3 +78,22 @@ def tiny_dir(tiny, tmp_path_factory):
     save_model_dir(path, tiny.model, tiny.tokenizer, card={"name": "tiny reverse", "scores": {}},
                    dtype=torch.float32)
     return path
+
+
+# ---- browser tests: one app server and one Chromium for the whole session ----------------------
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory):
+    from browser_utils import running_app
+    with running_app(tmp_path_factory.mktemp("streamlit")) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    from browser_utils import CHROMIUM, CHROMIUM_ARGS
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()

@@ -5,57 +5,25 @@ Skipped only when /usr/bin/chromium is missing (CI installs it, so they run ther
 from __future__ import annotations
 
 import re
-import os
-from pathlib import Path
 
 import pytest
 
-from browser_utils import (CHART, CHROMIUM, CHROMIUM_ARGS, ROOT, free_port, pick_view, plot_state, start_server,
-                           stop_server, translate, wait_for_plot, wait_healthy, wait_idle)
+from browser_utils import (CHART, NEEDS_BROWSER, ROOT, open_page, pick_view, plot_state, translate, wait_for_plot,
+                           wait_idle)
 
-# CI (CI=true or ATLAS_REQUIRE_BROWSER=1) must run these: a missing browser fails there instead of skipping.
-_REQUIRED = os.environ.get("CI") == "true" or os.environ.get("ATLAS_REQUIRE_BROWSER") == "1"
-pytestmark = pytest.mark.skipif(not Path(CHROMIUM).exists() and not _REQUIRED,
-                                reason=f"{CHROMIUM} is not installed (apt-get install -y chromium)")
+pytestmark = NEEDS_BROWSER
 SCREENSHOT = ROOT / "docs" / "screenshot-main.png"
 INJECTION = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
-
-
-@pytest.fixture(scope="module")
-def app_url(tmp_path_factory):
-    port = free_port()
-    process = start_server(port, tmp_path_factory.mktemp("streamlit") / "server.log")
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, process, timeout=90)
-        yield url
-    finally:
-        stop_server(process)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture
 def page(browser, app_url):
     """A fresh page on the app; console errors and page errors are collected in page.problems."""
-    context = browser.new_context(viewport={"width": 1440, "height": 1100})
-    page = context.new_page()
-    page.problems = []
-    page.on("console", lambda msg: page.problems.append(f"console: {msg.text}") if msg.type == "error" else None)
-    page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))
-    page.set_default_timeout(120_000)
-    page.goto(app_url, wait_until="domcontentloaded")
+    page = open_page(browser, app_url)
     page.wait_for_selector(CHART, timeout=120_000)
     wait_for_plot(page, "gd.data[0].type === 'heatmap' && gd.querySelector('.xtick')")
     yield page
-    context.close()
+    page.context.close()
 
 
 def test_page_loads_with_heatmap_and_screenshot(page):

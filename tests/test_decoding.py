@@ -93,6 +93,24 @@ def test_forced_decoding(tiny):
         tiny.translate(source, target="   ")
 
 
+def test_forced_pieces_align_two_runs(tiny):
+    """A list of pieces is fed exactly: forcing a greedy output reproduces its steps and attention."""
+    source = "small girl jumps river"
+    greedy = tiny.translate(source, top_k=3)
+    forced = tiny.translate(source, target=list(greedy.output_tokens), top_k=3)
+    assert forced.output_tokens == greedy.output_tokens and forced.forced
+    assert [s.prob for s in forced.steps] == pytest.approx([s.prob for s in greedy.steps], abs=1e-5)
+    for kind in ("encoder_self", "decoder_self", "cross"):
+        np.testing.assert_allclose(getattr(forced.attention, kind), getattr(greedy.attention, kind), atol=1e-5)
+    # an unfinished prefix stays unfinished: no </s> is appended to a piece list
+    prefix = tiny.translate(source, target=greedy.output_tokens[:2])
+    assert prefix.output_tokens == greedy.output_tokens[:2]
+    with pytest.raises(ValueError, match="not a piece"):
+        tiny.translate(source, target=["▁no-such-piece-here"])
+    with pytest.raises(ValueError):
+        tiny.translate(source, target=[])
+
+
 def all_cross_heads(tiny):
     return {("cross", layer, head) for layer in range(tiny.config.n_decoder_layers)
             for head in range(tiny.config.n_heads)}

@@ -71,6 +71,16 @@ class Tokenizer:
     def id_to_piece(self, idx: int) -> str:
         return self.sp.id_to_piece(int(idx))
 
+    def piece_ids(self, pieces) -> list[int]:
+        """Pieces back to ids, exactly (no re-segmentation); an unknown piece is a ValueError."""
+        ids = []
+        for piece in pieces:
+            idx = self.sp.piece_to_id(str(piece))
+            if idx == 1 and piece != "<unk>":      # sentencepiece maps unknown pieces to <unk>
+                raise ValueError(f"{piece!r} is not a piece of this vocabulary")
+            ids.append(idx)
+        return ids
+
     def pieces(self, ids) -> list[str]:
         return [self.sp.id_to_piece(int(i)) for i in ids]
 

@@ -98,8 +98,10 @@ class Translator:
     # ---- one sentence, everything captured ----------------------------------------------
     @torch.inference_mode()
     def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, capture: bool = True,
-                  top_k: int = 5, length_penalty: float = 1.0, target: str | None = None,
+                  top_k: int = 5, length_penalty: float = 1.0, target: str | list[str] | None = None,
                   head_mask=None) -> Translation:
+        """Decode (greedy or beam) or, with `target`, force a reference: a text, or a list of
+        pieces fed exactly (e.g. another run's output_tokens, so two runs align step by step)."""
         started = time.perf_counter()
         if not isinstance(beam_size, (int, np.integer)) or beam_size < 1:
             raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
@@ -112,9 +114,7 @@ class Translator:
         recorder_cm = _capture_cm(capture)
         with recorder_cm as recorder:
             if target is not None:
-                if not isinstance(target, str) or not target.strip():
-                    raise ValueError("target is empty: give a reference translation or leave it out")
-                output_ids = self.tokenizer.encode_ids(target)[: self.config.max_target_len - 1] + [EOS_ID]
+                output_ids = self._target_ids(target)
                 logits = forced_logits(self.model, source, keep, output_ids, gates)          # (T, V)
             elif beam_size == 1:
                 tokens, step_logits = greedy_decode(self.model, source, keep, max_len, gates)
@@ -146,6 +146,19 @@ class Translator:
             positional_encoding=pe, source_embeddings=embeddings, steps=steps,
             beam=beam_history, beam_final=beam_final, source_ids=source_ids, output_ids=output_ids,
             forced=target is not None, seconds=time.perf_counter() - started)
+
+    def _target_ids(self, target) -> list[int]:
+        """A reference text (segmented, then </s>), or a list of pieces fed exactly as given."""
+        if isinstance(target, str):
+            if not target.strip():
+                raise ValueError("target is empty: give a reference translation or leave it out")
+            return self.tokenizer.encode_ids(target)[: self.config.max_target_len - 1] + [EOS_ID]
+        if not isinstance(target, (list, tuple)) or not target:
+            raise ValueError("target must be a reference text or a non-empty list of pieces")
+        if len(target) > self.config.max_target_len:
+            raise ValueError(f"target has {len(target)} pieces; the model takes at most "
+                             f"{self.config.max_target_len}")
+        return self.tokenizer.piece_ids(target)
 
     def _name_beam(self, history):
         return [[Hypothesis(self.tokenizer.pieces(h.pieces), h.score, h.parent, h.finished, h.log_prob)

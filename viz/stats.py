@@ -56,6 +56,17 @@ def head_statistics(weights, query_tokens, key_tokens, *, aligned: bool | None =
     })
 
 
+def average_statistics(frames) -> pd.DataFrame:
+    """Mean of per-sentence head_statistics frames by (layer, head); each sentence weighs the
+    same. A 'sentences' column says how many were averaged (NaN cells are skipped)."""
+    frames = list(frames)
+    if not frames:
+        raise ValueError("no statistics to average")
+    merged = pd.concat(frames).groupby(["layer", "head"], as_index=False).mean(numeric_only=True)
+    merged["sentences"] = len(frames)
+    return merged
+
+
 def statistic_figure(df: pd.DataFrame, column: str, title: str = "", *,
                      colorscale=None) -> go.Figure:
     """Layers × heads heatmap of one statistic; clicking a cell reports [layer, head]."""

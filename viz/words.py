@@ -57,3 +57,17 @@ def merge_attention(weights, query_pieces: Sequence[str], key_pieces: Sequence[s
     queries = (members / members.sum(axis=0, keepdims=True)).T                       # (Wq, Q)
     merged = queries @ w @ keys                                                      # (..., Wq, Wk)
     return merged, merge_pieces(query, q_spans), merge_pieces(key, k_spans)
+
+
+
+def merge_keys(weights, key_pieces: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    """(..., K) piece attention → (..., Wk) word attention over keys only, rows kept as given.
+
+    For rows that are not a sentence's pieces (one decoding step, or one row per head).
+    """
+    w = np.asarray(weights, dtype=np.float64 if np.asarray(weights).dtype.kind in "biu" else None)
+    if isinstance(key_pieces, str) or w.ndim < 1 or w.shape[-1] != len(key_pieces):
+        raise ValueError(f"weights of shape {w.shape}: the last dim must equal the {len(key_pieces)} key pieces")
+    key = [str(k) for k in key_pieces]
+    spans = word_spans(key)
+    return w @ span_matrix(spans, len(key), w.dtype), merge_pieces(key, spans)      # (..., Wk)

@@ -1,0 +1,162 @@
+"""Views that summarise or trace attention: head statistics, rollout, and the beam."""
+from __future__ import annotations
+
+from functools import partial
+
+import pandas as pd
+import streamlit as st
+
+from viz import attention_heatmap, head_statistics, merge_attention, rollout, statistic_figure
+from viz.beam import beam_path, beam_selection, beam_table, beam_tree_figure
+from viz.stats import STAT_COLUMNS, STAT_TITLES
+
+from . import state
+from .common import chart, head_title, heat_height, n_heads, n_layers, pick_head, pick_kind, pick_layer
+from .settings import KINDS
+from .views_attention import _head_heatmap, _on_tile_pick
+
+SCOPES = ("This sentence", "All examples")
+
+
+def sentence_statistics(result) -> dict:
+    """kind -> head statistics of this sentence (computed live; a few ms)."""
+    frames = {}
+    for kind in KINDS:
+        queries, keys = result.axes(kind)
+        frames[kind] = head_statistics(result.attention[kind], queries, keys, aligned=kind != "cross")
+    return frames
+
+
+def statistics_table(frames: dict) -> pd.DataFrame:
+    """One sortable table of every head of every kind."""
+    parts = [frame.assign(kind=kind) for kind, frame in frames.items()]
+    table = pd.concat(parts, ignore_index=True)
+    first = ["kind", "layer", "head"]
+    return table[first + [c for c in table.columns if c not in first]]
+
+
+def _on_table_pick(key: str, table: pd.DataFrame) -> None:
+    rows = (st.session_state.get(key) or {}).get("selection", {}).get("rows", [])
+    if rows and 0 <= rows[0] < len(table):
+        row = table.iloc[rows[0]]
+        state.put("kind", str(row["kind"]))
+        state.put("layer", int(row["layer"]))
+        state.put("head", int(row["head"]))
+
+
+def stats_view(result, display, example_stats, example_count: int):
+    """Entropy, distance, max weight, special and diagonal share per head; click a head to open it."""
+    scope = state.radio("Statistics of", SCOPES, "stats_scope", horizontal=True,
+                        format_func=lambda s: s if s == SCOPES[0] else f"All {example_count} examples",
+                        help="Averaged over the example sentences: each sentence translated with the "
+                             "current model and decoding, its statistics computed, then averaged.")
+    if scope == SCOPES[0]:
+        frames = sentence_statistics(result)
+    else:
+        with st.spinner(f"Translating the {example_count} examples…"):
+            frames = example_stats()
+        if not frames:
+            st.info("There are no example sentences to average over.")
+            frames = sentence_statistics(result)
+    kind = pick_kind()
+    columns = st.columns(3)
+    main = None
+    for index, column in enumerate(STAT_COLUMNS):
+        fig = statistic_figure(frames[kind], column, f"{STAT_TITLES[column]}")
+        key = f"stat_{kind}_{column}"
+        with columns[index % 3]:
+            chart(fig, key, on_select=partial(_on_tile_pick, key, n_layers(result, kind), n_heads(result)),
+                  selection_mode="points")
+        main = main or fig
+    if kind == "cross":
+        st.caption("Cross-attention has no diagonal (queries are target pieces, keys are source pieces).")
+    st.caption("Click a cell, or select a row of the table, to open that head below. "
+               "Sort the table by clicking a column header.")
+    table = statistics_table(frames)
+    st.dataframe(table, hide_index=True, key="stats_table", on_select=partial(_on_table_pick, "stats_table", table),
+                 selection_mode="single-row", column_config={
+                     c: st.column_config.NumberColumn(format="%.3f") for c in STAT_COLUMNS})
+    columns = st.columns(2)
+    with columns[0]:
+        layer = pick_layer(result, kind)
+    with columns[1]:
+        head = pick_head(result)
+    _head_heatmap(result, display, kind, layer, head, "stats_focus")
+    return main
+
+
+def rollout_view(result, display):
+    weights = result.attention["encoder_self"]                     # (L, H, S, S)
+    flow = rollout(weights)                                        # (S, S)
+    last = weights[-1].mean(axis=0)                                # (S, S)
+    tokens = result.source_tokens
+    if display.words:
+        flow, queries, keys = merge_attention(flow, tokens, tokens)
+        last, _, _ = merge_attention(last, tokens, tokens)
+    else:
+        queries = keys = tokens
+    options = dict(normalize=display.normalize, show_space=display.show_space,
+                   hide_special=display.hide_special, height=heat_height(len(queries)))
+    layers = weights.shape[0]
+    fig = attention_heatmap(flow, queries, keys, f"Attention rollout through {layers} encoder layers", **options)
+    columns = st.columns(2)
+    with columns[0]:
+        chart(fig, "rollout")
+    with columns[1]:
+        chart(attention_heatmap(last, queries, keys, head_title("encoder_self", layers - 1, None), **options),
+              "rollout_last")
+    st.caption("Rollout (Abnar & Zuidema, 2020) follows attention through the layers: each layer's heads are "
+               "averaged, the residual connection is added as 0.5·A + 0.5·I, and the layers are multiplied. "
+               "Row i says how much each input piece flows into position i at the top of the encoder; the "
+               "right-hand map is the last layer's own attention, for comparison.")
+    return fig
+
+
+def _on_node_pick(key: str) -> None:
+    event = st.session_state.get(key) or {}
+    picked = beam_selection((event.get("selection") or {}).get("points", []))
+    if picked is not None:
+        st.session_state["beam_node"] = list(picked)
+
+
+def _switch_to_beam() -> None:
+    state.put("decoding", "Beam search")
+
+
+def beam_view(result, display, run_variant):
+    """The hypotheses kept at each step; a picked node shows the attention that produced its piece."""
+    if result.beam is None:
+        reason = "a reference translation is forced" if result.forced else "decoding is greedy"
+        st.info(f"The beam view needs beam search, but {reason}. Choose “Beam search” above"
+                + (" and clear the reference." if result.forced else "."))
+        if not result.forced:
+            st.button("Use beam search", key="beam_switch", on_click=_switch_to_beam)
+        return None
+    fig = beam_tree_figure(result.beam, result.beam_final, show_space=display.show_space,
+                           title=f"Beam search: {len(result.beam)} steps, the returned hypothesis highlighted")
+    chart(fig, "beam_tree", on_select=partial(_on_node_pick, "beam_tree"), selection_mode="points")
+    path = beam_path(result.beam, result.beam_final)
+    node = st.session_state.get("beam_node")
+    if not (isinstance(node, list) and len(node) == 2 and 0 <= node[0] < len(result.beam)
+            and 0 <= node[1] < len(result.beam[node[0]])):
+        node = list(path[-1])
+    step, index = node
+    pieces, score, _, finished = result.beam[step][index]
+    on_path = (step, index) in path
+    st.markdown(f"**Node: step {step + 1}, hypothesis {index}** · score {score:.3f}"
+                + (" · finished" if finished else "") + (" · on the returned path" if on_path else ""))
+    st.caption("Click a node in the tree to pick it. Below: the cross-attention of a pass that feeds this "
+               "hypothesis's pieces; its last row is the step that chose the node's piece.")
+    columns = st.columns(3)
+    with columns[0]:
+        layer = pick_layer(result, "cross")
+    with columns[2]:
+        average = state.toggle("Average over heads", "avg_heads")
+    with columns[1]:
+        head = pick_head(result, disabled=average)
+    node_run = run_variant(pieces=tuple(pieces))
+    _head_heatmap(node_run, display, "cross", layer, None if average else head, "beam_node_attention",
+                  height=heat_height(len(pieces) + 4))
+    st.dataframe(beam_table(result.beam, result.beam_final), hide_index=True, key="beam_table")
+    return fig
+

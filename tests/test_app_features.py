@@ -1,0 +1,185 @@
+"""AppTest checks of the analysis features: head summary, ablation, beam view, rollout, word view,
+share links, export and presenter mode. Every number on screen is recomputed from the API."""
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlparse
+
+import numpy as np
+import pytest
+
+from test_app import MODELS, array, check_clean, new_app, specs, z_array
+from viz import head_statistics, merge_attention, merge_keys, rollout
+from viz.stats import STAT_COLUMNS
+
+pytestmark = pytest.mark.skipif(not MODELS, reason="no model directory")
+
+
+@pytest.fixture(scope="module")
+def translator():
+    from atlas_ui.settings import DEFAULT_MODEL
+    from transformer import Translator
+    name = DEFAULT_MODEL if DEFAULT_MODEL in MODELS else next(iter(MODELS))
+    return Translator.load(MODELS[name], device="cpu")
+
+
+def started(view: str | None = None, **params):
+    at = new_app()
+    at.query_params.update(params)
+    at.run()
+    check_clean(at, "start")
+    if view:
+        at.radio(key="view").set_value(view).run()
+        check_clean(at, view)
+    return at
+
+
+def chart_titled(at, text: str) -> dict:
+    matches = [s for s in specs(at) if text in (s["layout"].get("title") or {}).get("text", "")]
+    assert matches, f"no chart titled {text!r}: {[s['layout'].get('title') for s in specs(at)]}"
+    return matches[0]
+
+
+def test_head_summary_for_the_sentence_and_the_examples(translator):
+    at = started("Head summary")
+    text = at.text_area(key="text").value
+    out = translator.translate(text)
+    L, H = out.attention.encoder_self.shape[:2]
+    stats = head_statistics(out.attention.encoder_self, out.source_tokens, out.source_tokens)
+    charts = [s for s in specs(at) if s["data"][0].get("type") == "heatmap"]
+    assert len(charts) >= len(STAT_COLUMNS) + 1          # one per statistic, and the opened head
+    entropy = z_array(charts[0]["data"][0])
+    assert entropy.shape == (L, H)
+    np.testing.assert_allclose(entropy, stats["entropy"].to_numpy().reshape(L, H), rtol=1e-4)
+    assert charts[0]["data"][1]["type"] == "scatter"     # clickable head markers
+    table = at.dataframe[0].value
+    assert len(table) == 3 * L * H and {"kind", "layer", "head", *STAT_COLUMNS} <= set(table.columns)
+    assert set(table["kind"]) == {"encoder_self", "decoder_self", "cross"}
+    assert table["diagonal_share"][table["kind"] == "cross"].isna().all()
+    # the same figures, averaged over every example sentence
+    at.radio(key="stats_scope").set_value("All examples").run()
+    check_clean(at, "all examples")
+    from atlas_ui.main import examples_for
+    from atlas_ui.settings import models_dir
+    texts = [row["en"] for row in examples_for(models_dir(), "en", "de")]
+    per_sentence = []
+    for sentence in texts:
+        run = translator.translate(sentence)
+        per_sentence.append(head_statistics(run.attention.encoder_self, run.source_tokens, run.source_tokens)
+                            ["max_weight"].to_numpy())
+    averaged = [s for s in specs(at) if "max weight" in s["layout"]["title"]["text"]][0]
+    np.testing.assert_allclose(z_array(averaged["data"][0]).ravel(), np.mean(per_sentence, axis=0), rtol=1e-4)
+    assert f"All {len(texts)} examples" in at.radio(key="stats_scope").options[1]
+
+
+def test_ablation_retranslates_and_compares_step_by_step(translator):
+    at = started("Ablation")
+    assert at.info and "No head is switched off" in at.info[0].value
+    text = at.text_area(key="text").value
+    original = translator.translate(text)
+    n_layers = translator.config.n_decoder_layers
+    for layer in range(n_layers):                          # the "whole layer" shortcut, every cross layer
+        at.button(key=f"ablate_all_cross_{layer}").click().run()
+    check_clean(at, "all cross heads off")
+    heads = translator.config.n_heads
+    assert at.pills(key=f"ablate_cross_{n_layers - 1}").value == list(range(heads))
+    mask = {("cross", layer, head) for layer in range(n_layers) for head in range(heads)}
+    ablated = translator.translate(text, head_mask=mask)
+    codes = [code.value for code in at.code]
+    assert original.text in codes and ablated.text in codes
+    assert ablated.text != original.text, "no cross-attention at all must change the translation"
+    assert any("atlas-changed" in md.value for md in at.markdown), "changed pieces are marked"
+    forced = translator.translate(text, target=list(original.output_tokens), head_mask=mask)
+    fig = chart_titled(at, "original vs heads off")
+    np.testing.assert_allclose(array(fig["data"][0]["y"]), [s.prob for s in original.steps], atol=1e-5)
+    np.testing.assert_allclose(array(fig["data"][1]["y"]), [s.prob for s in forced.steps], atol=1e-5)
+    assert "ablate" in at.query_params
+    # pressing the shortcut again switches the layer back on; "switch every head back on" clears all
+    at.button(key=f"ablate_all_cross_{n_layers - 1}").click().run()
+    assert at.pills(key=f"ablate_cross_{n_layers - 1}").value == []
+    at.button(key="ablate_clear").click().run()
+    check_clean(at, "cleared")
+    assert "No head is switched off" in at.info[0].value
+
+
+def test_beam_view_tree_and_node_attention(translator):
+    at = started("Beam")
+    assert at.info and "needs beam search" in at.info[0].value
+    at.button(key="beam_switch").click().run()
+    check_clean(at, "switched to beam")
+    text = at.text_area(key="text").value
+    out = translator.translate(text, beam_size=4)
+    tree = chart_titled(at, "Beam search")
+    nodes = tree["data"][-1]
+    expected = [[t, i] for t, step in enumerate(out.beam) for i in range(len(step))]
+    assert sorted(array(nodes["customdata"]).astype(int).tolist()) == expected
+    # the default node is the returned hypothesis: its attention is the translation's own
+    attention = chart_titled(at, "Cross-attention")
+    np.testing.assert_allclose(z_array(attention["data"][0]), out.attention.cross[0, 0], atol=1e-5)
+    # another node: the attention of the pass that feeds that hypothesis
+    step, index = 1, 1
+    at.session_state["beam_node"] = [step, index]
+    at.run()
+    check_clean(at, "other node")
+    pieces = out.beam[step][index].pieces
+    node_run = translator.translate(text, target=list(pieces))
+    np.testing.assert_allclose(z_array(chart_titled(at, "Cross-attention")["data"][0]),
+                               node_run.attention.cross[0, 0], atol=1e-5)
+    assert any(f"step {step + 1}, hypothesis {index}" in md.value for md in at.markdown)
+
+
+def test_rollout_next_to_last_layer_and_word_view(translator):
+    at = started("Rollout")
+    out = translator.translate(at.text_area(key="text").value)
+    flow = z_array(chart_titled(at, "rollout")["data"][0])
+    np.testing.assert_allclose(flow, rollout(out.attention.encoder_self), atol=1e-5)
+    last = z_array(chart_titled(at, "mean of heads")["data"][0])
+    np.testing.assert_allclose(last, out.attention.encoder_self[-1].mean(0), atol=1e-5)
+    at.toggle(key="words").set_value(True).run()
+    check_clean(at, "rollout words")
+    merged, words, _ = merge_attention(rollout(out.attention.encoder_self), out.source_tokens, out.source_tokens)
+    spec = chart_titled(at, "rollout")
+    np.testing.assert_allclose(z_array(spec["data"][0]), merged, atol=1e-5)
+    assert len(spec["layout"]["xaxis"]["ticktext"]) == len(words)
+    # the word view reaches the decoding steps too: source keys merged into words
+    at.radio(key="view").set_value("Decoding steps").run()
+    check_clean(at, "steps words")
+    cross, keys = merge_keys(out.attention.cross[0, 0, 0:1, :], out.source_tokens)
+    spec = chart_titled(at, "Cross-attention over the source")
+    np.testing.assert_allclose(z_array(spec["data"][0]), cross, atol=1e-5)
+    assert len(spec["layout"]["xaxis"]["ticktext"]) == len(keys)
+
+
+def test_share_link_holds_the_view_and_restores_it():
+    at = started(None, view="Decoding steps", kind="cross", layer="1", head="2", step="2",
+                 sentence="Two dogs play in the snow.", words="1", ablate="cross:0:3,encoder_self:1:0")
+    assert at.radio(key="view").value == "Decoding steps"
+    assert at.slider(key="step").value == 2
+    assert at.toggle(key="words").value is True
+    assert at.selectbox(key="layer").value == 1 and at.selectbox(key="head").value == 2
+    link = [code.value for code in at.sidebar.code if "?" in code.value][0]
+    query = parse_qs(urlparse(link).query)
+    assert query["view"] == ["Decoding steps"] and query["sentence"] == ["Two dogs play in the snow."]
+    assert query["step"] == ["2"] and query["layer"] == ["1"] and query["head"] == ["2"]
+    assert query["ablate"] == ["cross:0:3,encoder_self:1:0"] and query["words"] == ["1"]
+    # the ablation view finds the heads from the link already ticked
+    at.radio(key="view").set_value("Ablation").run()
+    check_clean(at, "ablation from link")
+    assert at.pills(key="ablate_cross_0").value == [3] and at.pills(key="ablate_encoder_self_1").value == [0]
+
+
+def test_export_buttons_and_presenter_mode():
+    at = started("Decoding steps")
+    labels = {button.label for button in at.get("download_button")}
+    assert {"Trace (JSON)", "Trace (NPZ)", "This figure (HTML)"} <= labels
+    at.toggle(key="presenter").set_value(True).run()
+    check_clean(at, "presenter")
+    assert any("font-size: 20px" in md.value for md in at.markdown), "presenter CSS"
+    assert not at.slider, "no slider to steal the arrow keys in presenter mode"
+    assert any(md.value.startswith("### Step 1 of") for md in at.markdown)
+    at.button(key="step_next").click().run()
+    assert any(md.value.startswith("### Step 2 of") for md in at.markdown)
+    assert all(s["layout"]["font"]["size"] == 18 for s in specs(at)), "large chart fonts"
+    assert at.query_params["present"] in ("1", ["1"])
+    at.button(key="presenter_exit").click().run()
+    check_clean(at, "presenter off")
+    assert at.slider(key="step").value == 1 and at.toggle(key="presenter").value is False

@@ -1,0 +1,168 @@
+"""Browser tests of the analysis features, in Chromium: share links, clicks on beam nodes and head
+statistics, ablation marks, downloads, presenter mode with the keyboard in light and dark themes, and
+the README tour screenshots (docs/tour-*.png)."""
+from __future__ import annotations
+
+import json
+import re
+from urllib.parse import parse_qs, quote, urlencode, urlparse
+
+import pytest
+
+from browser_utils import (CHART, NEEDS_BROWSER, ROOT, click_point, open_page, plot_state, running_app,
+                           wait_for_plot, wait_for_text, wait_idle)
+
+pytestmark = NEEDS_BROWSER
+DOCS = ROOT / "docs"
+SENTENCE = "Two dogs play in the snow."
+
+
+def link(base: str, **params) -> str:
+    return f"{base}/?{urlencode(params, quote_via=quote)}"
+
+
+def opened(browser, url: str, charts: int = 1):
+    page = open_page(browser, url)
+    page.wait_for_function(f"document.querySelectorAll('{CHART} .js-plotly-plot').length >= {charts}")
+    wait_idle(page)
+    return page
+
+
+def chart_titles(page) -> list[str]:
+    return page.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
+                              .map(gd => (gd.layout && gd.layout.title && gd.layout.title.text) || '')""")
+
+
+def test_a_shared_link_opens_exactly_that_view(browser, app_url):
+    url = link(app_url, view="Decoding steps", kind="cross", layer=1, head=2, step=2, sentence=SENTENCE)
+    page = opened(browser, url, charts=3)
+    wait_for_text(page, "Step 3 of")
+    assert page.locator('[data-testid="stTextArea"] textarea').first.input_value() == SENTENCE
+    titles = chart_titles(page)
+    assert any("Cross-attention over the source · layer 1 · head 2" in t for t in titles), titles
+    # the sidebar's share box holds the same view, with a copy button
+    share = page.locator('[data-testid="stSidebar"] [data-testid="stCode"]').last
+    query = parse_qs(urlparse(share.inner_text().strip()).query)
+    assert query["view"] == ["Decoding steps"] and query["step"] == ["2"] and query["sentence"] == [SENTENCE]
+    assert query["layer"] == ["1"] and query["head"] == ["2"]
+    share.hover()
+    assert share.locator("button").count() >= 1, "copy button"
+    assert page.problems == []
+    page.context.close()
+
+
+def test_clicking_a_beam_node_shows_its_attention(browser, app_url):
+    page = opened(browser, link(app_url, view="Beam", beam=4, sentence=SENTENCE), charts=2)
+    wait_for_text(page, "on the returned path")
+    nodes = page.evaluate("""() => { const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0];
+                                     const t = gd._fullData[gd._fullData.length - 1];
+                                     return {trace: gd._fullData.length - 1, custom: t.customdata}; }""")
+    # a node off the returned path: step 2, the last hypothesis of that step
+    target = max((i for i, (s, _) in enumerate(nodes["custom"]) if s == 1), key=lambda i: nodes["custom"][i][1])
+    step, index = nodes["custom"][target]
+    click_point(page, 0, nodes["trace"], target)
+    wait_for_text(page, f"Node: step {step + 1}, hypothesis {index}")
+    wait_idle(page)
+    rows = page.evaluate("""() => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[1]
+                                   .layout.yaxis.ticktext.length""")
+    assert rows == step + 1, "the node's attention has one row per piece of its hypothesis"
+    assert page.problems == []
+    page.context.close()
+
+
+def test_head_summary_cell_opens_the_head_and_ablation_marks_changes(browser, app_url):
+    page = opened(browser, link(app_url, view="Head summary"), charts=6)
+    wait_for_plot(page, "gd.data.length > 1 && gd.data[1].type === 'scatter'")
+    points = page.evaluate("""() => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0]
+                                    ._fullData[1].customdata""")
+    target = next(i for i, (layer, head) in enumerate(points) if layer == 1 and head == 3)
+    click_point(page, 0, 1, target)
+    page.wait_for_url(re.compile(r"layer=1&head=3"), timeout=60_000)
+    wait_idle(page)
+    assert any("layer 1 · head 3" in t for t in chart_titles(page)), chart_titles(page)
+    assert page.problems == []
+    page.context.close()
+    cross_off = ",".join(f"cross:{layer}:{head}" for layer in range(3) for head in range(8))
+    page = opened(browser, link(app_url, view="Ablation", ablate=cross_off), charts=1)
+    wait_for_text(page, "24 heads off")
+    assert page.locator(".atlas-changed").count() > 0, "changed pieces are marked"
+    assert page.problems == []
+    page.context.close()
+
+
+def test_trace_downloads_as_json(browser, app_url):
+    page = opened(browser, link(app_url, view="Heatmap", sentence=SENTENCE))
+    page.get_by_text("Export", exact=True).click()
+    with page.expect_download() as download:
+        page.get_by_role("button", name="Trace (JSON)").click()
+    doc = json.loads(open(download.value.path(), encoding="utf-8").read())
+    S, T = len(doc["source_tokens"]), len(doc["output_tokens"])
+    assert doc["source_tokens"][-1] == "</s>" and "rows = queries" in doc["schema"]
+    assert [len(doc["cross"][0][0]), len(doc["cross"][0][0][0])] == [T, S]
+    assert abs(sum(doc["encoder_self"][0][0][0]) - 1) < 1e-4
+    assert page.problems == []
+    page.context.close()
+
+
+def presenter_round(page, screenshot) -> None:
+    wait_for_text(page, "Step 1 of")
+    page.locator("body").click(position={"x": 5, "y": 400})        # focus the page, not a widget
+    page.keyboard.press("ArrowRight")
+    wait_for_text(page, "Step 2 of")
+    wait_idle(page)
+    page.keyboard.press("ArrowRight")
+    wait_for_text(page, "Step 3 of")
+    page.keyboard.press("ArrowLeft")
+    wait_for_text(page, "Step 2 of")
+    wait_idle(page)
+    assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "20px"
+    assert page.locator('[data-testid="stHeader"]').is_hidden()
+    page.screenshot(path=str(screenshot))
+    assert screenshot.stat().st_size > 10_000
+
+
+def luminance(css_colour: str) -> float:
+    r, g, b = [int(v) for v in re.findall(r"\d+", css_colour)[:3]]
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+def test_presenter_mode_keys_in_light_and_dark_themes(browser, app_url, tmp_path):
+    DOCS.mkdir(exist_ok=True)
+    url = link(app_url, view="Decoding steps", present=1, sentence=SENTENCE)
+    page = opened(browser, url, charts=3)
+    presenter_round(page, DOCS / "presenter-light.png")
+    assert luminance(page.evaluate("getComputedStyle(document.querySelector('.stApp')).backgroundColor")) > 200
+    assert page.problems == []
+    page.context.close()
+    with running_app(tmp_path, ("--theme.base", "dark")) as dark_url:
+        page = opened(browser, link(dark_url, view="Decoding steps", present=1, sentence=SENTENCE), charts=3)
+        presenter_round(page, DOCS / "presenter-dark.png")
+        assert luminance(page.evaluate("getComputedStyle(document.querySelector('.stApp')).backgroundColor")) < 80
+        # charts keep their own light background, so their text stays readable on a dark page
+        paper = page.evaluate("""() => getComputedStyle(document.querySelector(
+                                        '[data-testid="stPlotlyChart"] .main-svg')).backgroundColor""")
+        assert luminance(paper) > 200, paper
+        assert page.problems == []
+        page.context.close()
+
+
+TOUR = {"Heatmap": {}, "Layer grid": {}, "Overview": {}, "Decoding steps": {"step": 3}, "Beam": {"beam": 4},
+        "Head summary": {}, "Rollout": {}, "Ablation": {"ablate": "cross:2:0,cross:2:1,cross:2:2,cross:2:3"},
+        "Compare": {}, "Masks": {}, "Positional encodings": {}}
+
+
+@pytest.mark.parametrize("view", list(TOUR))
+def test_tour_screenshot_of_every_view(browser, app_url, view):
+    page = opened(browser, link(app_url, view=view, sentence="A little girl climbs the stairs to the red house.",
+                                **TOUR[view]))
+    wait_for_plot(page, "gd.querySelector('.xtick') || gd.querySelector('.point')")
+    page.wait_for_timeout(500)
+    wait_idle(page)
+    assert page.locator('[data-testid="stRadio"] label').filter(
+        has_text=re.compile(rf"^\s*{re.escape(view)}\s*$")).locator("input").first.is_checked()
+    path = DOCS / f"tour-{view.lower().replace(' ', '-')}.png"
+    page.screenshot(path=str(path), full_page=False)
+    assert path.stat().st_size > 10_000
+    assert plot_state(page) is not None
+    assert page.problems == []
+    page.context.close()
