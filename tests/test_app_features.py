@@ -22,14 +22,15 @@ def translator():
     return Translator.load(MODELS[name], device="cpu")
 
 
-def started(view: str | None = None, **params):
+def started(open_view: str | None = None, **params):
+    """A first run (with URL query parameters), then a click on the view `open_view`."""
     at = new_app()
     at.query_params.update(params)
     at.run()
     check_clean(at, "start")
-    if view:
-        at.radio(key="view").set_value(view).run()
-        check_clean(at, view)
+    if open_view:
+        at.radio(key="view").set_value(open_view).run()
+        check_clean(at, open_view)
     return at
 
 
