@@ -19,6 +19,8 @@ if str(ROOT) not in sys.path:          # plain `pytest` puts tests/, not the rep
     sys.path.insert(0, str(ROOT))
 
 import viz  # noqa: E402
+from viz.ablation import probability_change_figure  # noqa: E402
+from viz.beam import beam_tree_figure  # noqa: E402
 from viz import (attention_heatmap, batch_padding_figure, display_tokens,  # noqa: E402
                  embedding_figure, escape_html, head_grid_figure, head_statistics, is_special,
                  mask_figure, merge_attention, merge_pieces, overview_figure,
@@ -570,6 +572,11 @@ FIGURES = {
     "top-k": lambda: topk_bar_figure([("▁a", 0.6), ("<s>", 0.3)], chosen=("▁z", 0.01), title="k"),
     "statistic": lambda: statistic_figure(_stats(), "entropy"),
     "statistic share": lambda: statistic_figure(_stats(), "special_share", colorscale="Cividis"),
+    "beam tree": lambda: beam_tree_figure([[(["▁A"], -0.1, None, False), (["</s>"], -2.0, None, True)],
+                                           [(["▁A", "<s>"], -0.3, 0, False), (["▁A", "</s>"], -0.2, 0, True)]],
+                                          (1, 1), title="<s>", show_space=True),
+    "probability change": lambda: probability_change_figure(["▁a", "</s>"], [0.9, 0.8], [0.5, 0.85],
+                                                            title="<b>"),
 }
 
 

@@ -1,7 +1,6 @@
 """Tests for viz.ablation: the translation diff and the per-step probability change."""
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -143,11 +142,8 @@ def test_probability_change_figure_axes_ticks_and_range():
     assert probability_change_figure(PIECES, BEFORE, AFTER, height=300).layout.height == 300
 
 
-def test_probability_change_figure_equals_its_validated_rebuild():
+def test_probability_change_title_escaped_and_edits_validated():
     fig = probability_change_figure(PIECES, BEFORE, AFTER, title="<s> off", show_space=True)
-    rebuilt = go.Figure(fig.to_dict())          # every property validated and coerced by Plotly
-    assert [type(t) for t in rebuilt.data] == [type(t) for t in fig.data]
-    assert json.loads(fig.to_json()) == json.loads(rebuilt.to_json())
     assert "<s>" not in fig.layout.title.text
     with pytest.raises(ValueError):
         fig.update_layout(height=5)             # later edits are validated again
