@@ -66,6 +66,19 @@ def pick_head(result, key: str = "head", **kwargs) -> int:
     return state.selectbox("Head", range(n_heads(result)), key, **kwargs)
 
 
+def pick_cross_head(result, toggle_label: str, toggle_key: str) -> tuple[int, int, bool]:
+    """Layer and head pickers for a decoder view, with a toggle (all or mean of heads) that
+    disables the head picker; returns (layer, head, toggled)."""
+    columns = st.columns(3)
+    with columns[0]:
+        layer = pick_layer(result, "cross")
+    with columns[2]:
+        toggled = state.toggle(toggle_label, toggle_key)
+    with columns[1]:
+        head = pick_head(result, disabled=toggled)
+    return layer, head, toggled
+
+
 def weights_for(result, kind: str, words: bool):
     """(weights (layers, heads, Q, K), query tokens, key tokens), pieces merged into words if asked."""
     weights = result.attention[kind]

@@ -11,7 +11,8 @@ from viz.beam import beam_path, beam_selection, beam_table, beam_tree_figure
 from viz.stats import STAT_COLUMNS, STAT_TITLES
 
 from . import state
-from .common import chart, head_title, heat_height, n_heads, n_layers, pick_head, pick_kind, pick_layer
+from .common import (chart, head_title, heat_height, n_heads, n_layers, pick_cross_head, pick_head, pick_kind,
+                     pick_layer)
 from .settings import KINDS
 from .views_attention import _head_heatmap, _on_tile_pick
 
@@ -147,13 +148,7 @@ def beam_view(result, display, run_variant):
                 + (" · finished" if finished else "") + (" · on the returned path" if on_path else ""))
     st.caption("Click a node in the tree to pick it. Below: the cross-attention of a pass that feeds this "
                "hypothesis's pieces; its last row is the step that chose the node's piece.")
-    columns = st.columns(3)
-    with columns[0]:
-        layer = pick_layer(result, "cross")
-    with columns[2]:
-        average = state.toggle("Average over heads", "avg_heads")
-    with columns[1]:
-        head = pick_head(result, disabled=average)
+    layer, head, average = pick_cross_head(result, "Average over heads", "avg_heads")
     node_run = run_variant(pieces=tuple(pieces))
     _head_heatmap(node_run, display, "cross", layer, None if average else head, "beam_node_attention",
                   height=heat_height(len(pieces) + 4))

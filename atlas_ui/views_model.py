@@ -9,7 +9,7 @@ from viz import (attention_heatmap, batch_padding_figure, embedding_figure, mask
                  position_similarity_figure, positional_encoding_figure, topk_bar_figure)
 
 from . import state
-from .common import chart, escape_md, heat_height, n_heads, pick_head, pick_layer
+from .common import chart, escape_md, heat_height, n_heads, pick_cross_head
 
 MASK_TEXT = {
     "padding": "**Source padding mask.** A query may attend only to real source pieces: the `<pad>` "
@@ -60,13 +60,7 @@ def steps_view(result, display):
     prefix = result.target_tokens[: t + 1]
     st.text(f"Step {t + 1} of {len(steps)}\nPrefix fed: {' '.join(prefix)}\n"
             f"Chosen piece: {token}   p = {prob:.3f}")
-    columns = st.columns(3)
-    with columns[0]:
-        layer = pick_layer(result, "cross")
-    with columns[2]:
-        all_heads = state.toggle("All heads of the layer", "step_all_heads")
-    with columns[1]:
-        head = pick_head(result, disabled=all_heads)
+    layer, head, all_heads = pick_cross_head(result, "All heads of the layer", "step_all_heads")
     left, right = st.columns([2, 3])
     with left:
         chart(topk_bar_figure(top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}",

@@ -6,7 +6,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import plotly.graph_objects as go
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
