@@ -8,6 +8,7 @@ import numpy as np
 import streamlit as st
 
 from viz import PLOTLY_CONFIG, presenter_figure
+from viz.heatmaps import visible_positions
 from viz.words import merge_attention
 
 from . import state
@@ -79,13 +80,20 @@ def pick_cross_head(result, toggle_label: str, toggle_key: str) -> tuple[int, in
     return layer, head, toggled
 
 
-def weights_for(result, kind: str, words: bool):
-    """(weights (layers, heads, Q, K), query tokens, key tokens), pieces merged into words if asked."""
+def weights_for(result, kind: str, words: bool, hide_special: bool = False):
+    """(weights (layers, heads, Q, K), query tokens, key tokens), pieces merged into words if asked,
+    and `<s>`/`</s>` rows and columns left out if asked (for the tiled views, which draw every cell)."""
     weights = result.attention[kind]
     queries, keys = result.axes(kind)
     if words:
         weights, queries, keys = merge_attention(weights, queries, keys)
-    return np.asarray(weights), list(queries), list(keys)
+    weights, queries, keys = np.asarray(weights), list(queries), list(keys)
+    if hide_special:
+        rows = visible_positions(queries, True) or list(range(len(queries)))
+        cols = visible_positions(keys, True) or list(range(len(keys)))
+        weights = weights[..., rows, :][..., cols]
+        queries, keys = [queries[i] for i in rows], [keys[j] for j in cols]
+    return weights, queries, keys
 
 
 def head_title(kind: str, layer: int, head: int | None) -> str:

@@ -73,7 +73,7 @@ def grid_view(result, display):
         kind = pick_kind()
     with columns[1]:
         layer = pick_layer(result, kind)
-    weights, queries, keys = weights_for(result, kind, display.words)
+    weights, queries, keys = weights_for(result, kind, display.words, display.hide_special)
     fig = head_grid_figure(weights[layer], queries, keys, f"{KIND_LABELS[kind]} · layer {layer} · all heads",
                            normalize=display.normalize, show_space=display.show_space, layer=layer)
     _clickable_tiles(fig, f"grid_{kind}_{layer}", result, display, kind, fixed_layer=layer)
@@ -82,7 +82,7 @@ def grid_view(result, display):
 
 def overview_view(result, display):
     kind = pick_kind()
-    weights, queries, keys = weights_for(result, kind, display.words)
+    weights, queries, keys = weights_for(result, kind, display.words, display.hide_special)
     fig = overview_figure(weights, queries, keys, f"{KIND_LABELS[kind]}: every layer × every head",
                           normalize=display.normalize, kind_label=KIND_LABELS[kind], show_space=display.show_space)
     st.caption("Rows of tiles are layers, columns are heads.")

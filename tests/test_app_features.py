@@ -184,3 +184,17 @@ def test_export_buttons_and_presenter_mode():
     at.button(key="presenter_exit").click().run()
     check_clean(at, "presenter off")
     assert at.slider(key="step").value == 1 and at.toggle(key="presenter").value is False
+
+
+def test_tiled_views_hide_special_tokens(translator):
+    at = started("Overview")
+    out = translator.translate(at.text_area(key="text").value)
+    at.toggle(key="hide_special").set_value(True).run()
+    check_clean(at, "overview without specials")
+    from viz.overview import default_gap
+    L, H = out.attention.encoder_self.shape[:2]
+    S = len([t for t in out.source_tokens if t not in ("<s>", "</s>", "<pad>")])
+    gap = default_gap(S, S)
+    z = z_array(specs(at)[0]["data"][0])
+    assert z.shape == (L * (S + gap) - gap, H * (S + gap) - gap)
+    np.testing.assert_allclose(z[:S, :S], out.attention.encoder_self[0, 0, :S, :S], atol=1e-5)

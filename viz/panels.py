@@ -97,7 +97,8 @@ def topk_bar_figure(top_k: Sequence, chosen=None, title: str = "", *,
     return build_figure([bar], dict(
         title=figure_title(title), showlegend=False, plot_bgcolor="white",
         xaxis=dict(title=dict(text="Probability"), range=[0, 1], tickformat=".1f",
-                   tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], showgrid=True, gridcolor="#eeeeee"),
+                   tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], showgrid=True, gridcolor="#eeeeee",
+                   automargin=True),                  # room for the title below the ticks
         yaxis=token_axis(labels, "Piece", reverse=True),
         height=auto_height(len(items), per_row=26, base=100, low=200, high=600),
         margin=dict(l=10, r=10, t=50 if title else 20, b=10),
