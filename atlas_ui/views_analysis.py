@@ -113,11 +113,16 @@ def rollout_view(result, display):
     return fig
 
 
-def _on_node_pick(key: str) -> None:
+def beam_signature(result) -> str:
+    """Which run a picked node belongs to: a node picked for one sentence means nothing for another."""
+    return " ".join(result.source_tokens) + " → " + " ".join(result.output_tokens)
+
+
+def _on_node_pick(key: str, signature: str) -> None:
     event = st.session_state.get(key) or {}
     picked = beam_selection((event.get("selection") or {}).get("points", []))
     if picked is not None:
-        st.session_state["beam_node"] = list(picked)
+        st.session_state["beam_node"] = {"run": signature, "node": list(picked)}
 
 
 def _switch_to_beam() -> None:
@@ -135,12 +140,14 @@ def beam_view(result, display, run_variant):
         return None
     fig = beam_tree_figure(result.beam, result.beam_final, show_space=display.show_space,
                            title=f"Beam search: {len(result.beam)} steps, the returned hypothesis highlighted")
-    chart(fig, "beam_tree", on_select=partial(_on_node_pick, "beam_tree"), selection_mode="points")
+    signature = beam_signature(result)
+    chart(fig, "beam_tree", on_select=partial(_on_node_pick, "beam_tree", signature), selection_mode="points")
     path = beam_path(result.beam, result.beam_final)
-    node = st.session_state.get("beam_node")
+    picked = st.session_state.get("beam_node")
+    node = picked.get("node") if isinstance(picked, dict) and picked.get("run") == signature else None
     if not (isinstance(node, list) and len(node) == 2 and 0 <= node[0] < len(result.beam)
             and 0 <= node[1] < len(result.beam[node[0]])):
-        node = list(path[-1])
+        node = list(path[-1])            # by default, the returned hypothesis
     step, index = node
     pieces, score, _, finished = result.beam[step][index]
     on_path = (step, index) in path
