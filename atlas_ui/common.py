@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from viz import PLOTLY_CONFIG, presenter_figure
+from viz import PLOTLY_CONFIG, presenter_figure, svg_config
 from viz.heatmaps import visible_positions
 from viz.words import merge_attention
 
@@ -39,7 +39,9 @@ def chart(fig, key: str, **kwargs):
     (readable on light and dark pages alike); larger fonts in presenter mode."""
     if state.kept("presenter", False):
         fig = presenter_figure(fig)
-    return st.plotly_chart(fig, key=key, config=PLOTLY_CONFIG, theme=None, width="stretch", **kwargs)
+    image_format = state.kept("image_format", "png")
+    config = PLOTLY_CONFIG if image_format == "png" else svg_config()
+    return st.plotly_chart(fig, key=key, config=config, theme=None, width="stretch", **kwargs)
 
 
 def heat_height(rows: int, low: int = 320, high: int = 900) -> int:

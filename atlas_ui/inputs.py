@@ -34,6 +34,8 @@ def sidebar(models: dict) -> tuple[str, str, Display]:
             presenter=state.toggle("Presenter mode", "presenter",
                                    help="Large type and a clean page for projecting; ← and → step through "
                                         "the decoding steps."))
+        state.selectbox("Chart camera button saves", ["png", "svg"], "image_format", format_func=str.upper,
+                        help="PNG at 2× for slides, or SVG (vector) for papers.")
     return model, device, display
 
 

@@ -168,7 +168,7 @@ def page() -> None:
     if display.presenter:
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
         st.button("Leave presenter mode", key="presenter_exit", on_click=state.put, args=("presenter", False))
-    with st.expander("Sentence and decoding", expanded=True) if display.presenter else st.container():
+    with st.expander("Sentence and decoding", expanded=False) if display.presenter else st.container():
         text, reference, beam = input_area(examples, source_lang, target_lang)
     view = state.kept("view", VIEWS[0])
     params = {}

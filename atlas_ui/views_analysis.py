@@ -14,7 +14,7 @@ from . import state
 from .common import (chart, head_title, heat_height, n_heads, n_layers, pick_cross_head, pick_head, pick_kind,
                      pick_layer)
 from .settings import KINDS
-from .views_attention import _head_heatmap, _on_tile_pick
+from .views_attention import _head_heatmap, _on_tile_pick, focus_on, undo_focus_button
 
 SCOPES = ("This sentence", "All examples")
 
@@ -40,9 +40,7 @@ def _on_table_pick(key: str, table: pd.DataFrame) -> None:
     rows = (st.session_state.get(key) or {}).get("selection", {}).get("rows", [])
     if rows and 0 <= rows[0] < len(table):
         row = table.iloc[rows[0]]
-        state.put("kind", str(row["kind"]))
-        state.put("layer", int(row["layer"]))
-        state.put("head", int(row["head"]))
+        focus_on(int(row["layer"]), int(row["head"]), kind=str(row["kind"]))
 
 
 def stats_view(result, display, example_stats, example_count: int):
@@ -77,11 +75,12 @@ def stats_view(result, display, example_stats, example_count: int):
     st.dataframe(table, hide_index=True, key="stats_table", on_select=partial(_on_table_pick, "stats_table", table),
                  selection_mode="single-row", column_config={
                      c: st.column_config.NumberColumn(format="%.3f") for c in STAT_COLUMNS})
-    columns = st.columns(2)
+    columns = st.columns([2, 2, 1])
     with columns[0]:
         layer = pick_layer(result, kind)
     with columns[1]:
         head = pick_head(result)
+    undo_focus_button(columns[2])
     _head_heatmap(result, display, kind, layer, head, "stats_focus")
     return main
 

@@ -41,17 +41,21 @@ def heatmap_view(result, display):
     return fig
 
 
-def _clickable_tiles(fig, chart_key: str, result, display, kind: str, fixed_layer: int | None = None) -> None:
+def _clickable_tiles(fig, chart_key: str, result, display, kind: str, fixed_layer: int | None = None):
     """Tiled heads with a click that opens a head large below; selectors do the same by keyboard."""
     chart(fig, chart_key, on_select=partial(_on_tile_pick, chart_key, n_layers(result, kind), n_heads(result)),
           selection_mode="points")
     st.caption("Click a tile to open that head below, or pick it with the selectors.")
-    columns = st.columns(2)
+    columns = st.columns([2, 2, 1])
     with columns[0]:
         layer = pick_layer(result, kind) if fixed_layer is None else fixed_layer
     with columns[1]:
         head = pick_head(result)
-    _head_heatmap(result, display, kind, layer, head, f"{chart_key}_focus")
+    undo_focus_button(columns[2])
+    return _head_heatmap(result, display, kind, layer, head, f"{chart_key}_focus")
+
+
+FOCUS_HISTORY = "_focus_history"     # (layer, head) before each click on a tile, newest last
 
 
 def _on_tile_pick(chart_key: str, layers: int, heads: int) -> None:
@@ -62,9 +66,36 @@ def _on_tile_pick(chart_key: str, layers: int, heads: int) -> None:
         return
     picked = overview_selection(points, n_heads=heads)
     if picked is not None and 0 <= picked[0] < layers and 0 <= picked[1] < heads:
-        state.put("layer", int(picked[0]))
-        state.put("head", int(picked[1]))
-        state.put("avg_heads", False)
+        focus_on(*picked)
+
+
+def focus_on(layer: int, head: int, kind: str | None = None) -> None:
+    """Open a head (from a click), remembering the one it replaces so the click can be undone."""
+    history = st.session_state.setdefault(FOCUS_HISTORY, [])
+    history.append((state.kept("kind", "encoder_self"), state.kept("layer", 0), state.kept("head", 0)))
+    del history[:-20]
+    if kind is not None:
+        state.put("kind", kind)
+    state.put("layer", int(layer))
+    state.put("head", int(head))
+    state.put("avg_heads", False)
+
+
+def _undo_focus() -> None:
+    history = st.session_state.get(FOCUS_HISTORY) or []
+    if history:
+        kind, layer, head = history.pop()
+        state.put("kind", kind)
+        state.put("layer", layer)
+        state.put("head", head)
+
+
+def undo_focus_button(column) -> None:
+    """Focus set by a click can be undone: back to the head shown before it."""
+    history = st.session_state.get(FOCUS_HISTORY) or []
+    label = "↩ Undo focus" + (f" (layer {history[-1][1]}, head {history[-1][2]})" if history else "")
+    column.button(label, key="undo_focus", on_click=_undo_focus, disabled=not history,
+                  help="Go back to the head that was open before the last click on a tile.")
 
 
 def grid_view(result, display):

@@ -2,6 +2,7 @@
 share links, export and presenter mode. Every number on screen is recomputed from the API."""
 from __future__ import annotations
 
+import json
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
@@ -178,6 +179,11 @@ def test_export_buttons_and_presenter_mode():
     at = started("Decoding steps")
     labels = {button.label for button in at.get("download_button")}
     assert {"Trace (JSON)", "Trace (NPZ)", "This figure (HTML)"} <= labels
+    configs = [json.loads(chart.proto.config) for chart in at.get("plotly_chart")]
+    assert all(c["toImageButtonOptions"]["format"] == "png" for c in configs), "PNG from every toolbar"
+    at.selectbox(key="image_format").set_value("svg").run()
+    configs = [json.loads(chart.proto.config) for chart in at.get("plotly_chart")]
+    assert configs and all(c["toImageButtonOptions"]["format"] == "svg" for c in configs)
     at.toggle(key="presenter").set_value(True).run()
     check_clean(at, "presenter")
     assert any("font-size: 20px" in md.value for md in at.markdown), "presenter CSS"

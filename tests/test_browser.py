@@ -96,4 +96,8 @@ def test_click_on_a_tile_opens_that_head(page, view):
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     wait_for_plot(page, f"gd.layout.title.text.includes('layer {layer} · head {head}')", index=1, timeout=60_000)
     page.wait_for_url(re.compile(rf"layer={layer}&head={head}"), timeout=30_000)   # the URL keeps the pick
+    wait_idle(page)
+    # the focus can be undone: back to the head that was open before the click
+    page.get_by_role("button", name=re.compile("Undo focus")).click()
+    wait_for_plot(page, "gd.layout.title.text.includes('layer 0 · head 0')", index=1, timeout=60_000)
     assert page.problems == []
