@@ -21,7 +21,7 @@ if str(ROOT) not in sys.path:          # plain `pytest` puts tests/, not the rep
 import viz  # noqa: E402
 from viz.ablation import probability_change_figure  # noqa: E402
 from viz.beam import beam_tree_figure  # noqa: E402
-from viz import (attention_heatmap, batch_padding_figure, display_tokens,  # noqa: E402
+from viz import (attention_heatmap, escape_label, batch_padding_figure, display_tokens,  # noqa: E402
                  embedding_figure, escape_html, head_grid_figure, head_statistics, is_special,
                  mask_figure, merge_attention, merge_pieces, overview_figure,
                  overview_selection, position_similarity_figure, positional_encoding_figure,
@@ -173,9 +173,14 @@ def test_overview_tiles_gaps_and_axes():
     assert np.isnan(z[Q:Q + 2, :]).all()                     # gap rows between layers
     assert np.isnan(z[:, K:K + 2]).all()                     # gap columns between heads
     assert np.isfinite(z).sum() == w.size
-    cd = np.asarray(fig.data[0].customdata)
-    assert list(cd[Q + 2 + 1, 2 * (K + 2) + 4]) == [1, 2, 1, 4]   # layer 1, head 2, q 1, k 4
-    assert (cd[Q, :, 0] == -1).all()
+    text = np.asarray(fig.data[0].text, dtype=object)             # hover: layer, head, positions, pieces
+    assert text[Q + 2 + 1, 2 * (K + 2) + 4] == ("Layer 1 · head 2<br>query 1: "
+                                                 f"{escape_label(TGT[1])} → key 4: {escape_label(SRC[4])}")
+    assert (text[Q, :] == "").all()
+    assert fig.data[0].customdata is None, "no per-cell customdata: it slowed the draw by ~25%"
+    # fixed margins: plotly.js would otherwise measure and draw everything twice
+    assert fig.layout.xaxis.automargin is False and fig.layout.yaxis.automargin is False
+    assert fig.layout.margin.autoexpand is False and fig.layout.margin.l >= 70
     assert fig.layout.yaxis.title.text == "Query" and fig.layout.xaxis.title.text == "Key"
     assert fig.layout.yaxis.autorange == "reversed"
     assert list(fig.layout.yaxis.ticktext) == ["Layer 0", "Layer 1"]
@@ -189,13 +194,14 @@ def test_overview_hover_text_escaped_and_dropped_when_large(monkeypatch):
     w = rows_dirichlet((1, 2, 4, 5))
     fig = overview_figure(w, TGT, SRC, gap=1)
     text = np.asarray(fig.data[0].text, dtype=object)
-    assert text[0, 4] == "&lt;s&gt; → &lt;/s&gt;"
+    assert text[0, 4] == "Layer 0 · head 0<br>query 0: &lt;s&gt; → key 4: &lt;/s&gt;"
     assert text[0, 5] == ""                                   # gap column
     assert "%{text}" in fig.data[0].hovertemplate
     monkeypatch.setattr(viz.overview, "HOVER_TEXT_CELLS", 10)
     big = overview_figure(w, TGT, SRC, gap=1)
     assert big.data[0].text is None and "%{text}" not in big.data[0].hovertemplate
-    assert "%{customdata[2]}" in big.data[0].hovertemplate   # positions still in hover
+    assert "%{z:.4f}" in big.data[0].hovertemplate           # the weight is still in the hover
+    assert "head" in big.data[1].hovertemplate               # and the tile centres name the head
 
 
 def test_overview_markers_sit_on_tile_centres():
@@ -217,7 +223,8 @@ def test_overview_normalize_scales_each_tile_to_its_max():
     z, cd = z_of(fig), np.asarray(fig.data[0].customdata, dtype=float)
     np.testing.assert_allclose(np.nanmax(z[:4, :5]), 1.0)
     np.testing.assert_allclose(z[:4, :5], w[0, 0] / w[0, 0].max(), rtol=1e-6)
-    np.testing.assert_allclose(cd[:4, :5, 4], w[0, 0], rtol=1e-6)   # raw weight for hover
+    np.testing.assert_allclose(cd[:4, :5], w[0, 0], rtol=1e-6)      # raw weight for hover
+    assert "%{customdata:.4f}" in fig.data[0].hovertemplate
 
 
 def test_overview_rejects_bad_shapes():
@@ -233,7 +240,7 @@ def test_overview_default_gap_visible_at_128_tokens():
     fig = overview_figure(rows_dirichlet((3, 8, Q, Q)), toks, toks)
     z = z_of(fig)
     assert np.isnan(z[Q]).all() and z.shape[0] > 3 * Q + 2   # gap of several cells
-    assert np.asarray(fig.data[0].customdata).dtype == np.int8   # small payload to the browser
+    assert fig.data[0].customdata is None                        # small payload to the browser
     assert fig.data[0].text is None                              # too many cells for hover text
 
 
@@ -278,7 +285,7 @@ def test_head_grid_layout_ticks_and_layer_label():
     assert list(fig.layout.yaxis.ticktext) == display_tokens(TGT)
     assert fig.layout.yaxis.autorange == "reversed"
     assert [a.text for a in fig.layout.annotations] == ["Head 0", "Head 1", "Head 2"]
-    assert np.asarray(fig.data[0].customdata)[0, 0, 0] == 2
+    assert np.asarray(fig.data[0].text, dtype=object)[0, K + 1].startswith("Layer 2 · head 1<br>query 0")
     assert np.asarray(fig.data[1].customdata).tolist() == [[2, 0], [2, 1], [2, 2]]
     with pytest.raises(ValueError):
         head_grid_figure(w[None], TGT, SRC)

@@ -19,9 +19,9 @@ from ._labels import display_tokens, escape_label
 
 @dataclass
 class Tiling:
-    """Where tile (layer, head) sits in the grid: rows r0 + l*(Q+gap), cols c0 + h*(K+gap)."""
-    z: np.ndarray            # (R, C) weights with NaN gaps
-    customdata: np.ndarray   # (R, C, F) [layer, head, query, key(, raw weight)], gaps -1
+    """Where tile (layer, head) sits in the grid: rows l*(Q+gap) + q, cols h*(K+gap) + k."""
+    z: np.ndarray            # (R, C) weights (or each tile / its max) with NaN gaps
+    raw: np.ndarray | None   # (R, C) the raw weights when z is normalised, else None
     row_of: np.ndarray       # (R,) query position of each grid row, -1 in gaps
     col_of: np.ndarray       # (C,) key position of each grid column, -1 in gaps
     step_q: int              # Q + gap
@@ -33,22 +33,18 @@ def default_gap(Q: int, K: int) -> int:
     return max(1, round(max(Q, K) / 16))
 
 
-def tile(w: np.ndarray, *, gap: int, normalize: bool, first_layer: int = 0) -> Tiling:
+def tile(w: np.ndarray, *, gap: int, normalize: bool) -> Tiling:
     """Lay out (L, H, Q, K) weights as an (L*(Q+gap)-gap, H*(K+gap)-gap) grid.
 
     With `normalize`, each tile is divided by its own max (so every head spans the
-    full colour scale) and the raw weight travels in customdata[..., 4].
+    full colour scale) and the raw weights are kept alongside for the hover.
     """
     L, H, Q, K = w.shape
     sq, sk = Q + gap, K + gap
     R, C = L * sq - gap, H * sk - gap
     dtype = np.result_type(w.dtype, np.float32)
     z = np.full((R, C), np.nan, dtype=dtype)
-    fields = 5 if normalize else 4
-    # Smallest int type: customdata is most of the bytes sent to the browser.
-    index_type = np.int8 if max(L + first_layer, H, Q, K) <= 128 else np.int16
-    cd = np.full((R, C, fields), -1, dtype=np.float32 if normalize else index_type)
-    qpos, kpos = np.meshgrid(np.arange(Q), np.arange(K), indexing="ij")   # (Q, K)
+    raw = np.full((R, C), np.nan, dtype=np.float32) if normalize else None
     for l in range(L):
         for h in range(H):
             block = (slice(l * sq, l * sq + Q), slice(h * sk, h * sk + K))
@@ -56,27 +52,33 @@ def tile(w: np.ndarray, *, gap: int, normalize: bool, first_layer: int = 0) -> T
             if normalize:
                 peak = float(tile_w.max()) if tile_w.size else 0.0
                 z[block] = tile_w / peak if peak > 0 else tile_w
-                cd[block + (4,)] = tile_w
+                raw[block] = tile_w
             else:
                 z[block] = tile_w
-            cd[block + (0,)], cd[block + (1,)] = first_layer + l, h
-            cd[block + (2,)], cd[block + (3,)] = qpos, kpos
     row_of, col_of = np.full(R, -1), np.full(C, -1)
     for l in range(L):
         row_of[l * sq:l * sq + Q] = np.arange(Q)
     for h in range(H):
         col_of[h * sk:h * sk + K] = np.arange(K)
-    return Tiling(z, cd, row_of, col_of, sq, sk)
+    return Tiling(z, raw, row_of, col_of, sq, sk)
 
 
-def cell_text(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str]) -> np.ndarray | None:
-    """(R, C) 'query → key' strings, or None when too many cells to stay fast."""
+def cell_text(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str], *,
+              first_layer: int | None) -> np.ndarray | None:
+    """(R, C) hover strings naming layer, head, query and key, or None when there are too many
+    cells to stay fast. Built from one string per grid row and one per column (row → layer and
+    query, column → head and key), so no per-cell formatting runs in Python."""
     if t.z.size > HOVER_TEXT_CELLS:
         return None
-    rows = np.array([q_labels[i] if i >= 0 else "" for i in t.row_of], dtype=object)
-    cols = np.array([k_labels[j] if j >= 0 else "" for j in t.col_of], dtype=object)
-    text = (rows[:, None] + " → ") + cols[None, :]
-    text[(t.row_of[:, None] < 0) | (t.col_of[None, :] < 0)] = ""   # gaps: no text
+    layer_of = np.arange(t.z.shape[0]) // t.step_q + (first_layer or 0)
+    head_of = np.arange(t.z.shape[1]) // t.step_k
+    layer_part = np.array(["" if first_layer is None else f"Layer {layer} · " for layer in layer_of], dtype=object)
+    head_part = np.array([f"head {head}<br>" for head in head_of], dtype=object)
+    query_part = np.array([f"query {i}: {q_labels[i]}" if i >= 0 else "" for i in t.row_of], dtype=object)
+    key_part = np.array([f" → key {j}: {k_labels[j]}" if j >= 0 else "" for j in t.col_of], dtype=object)
+    # "Layer 1 · head 2<br>query 3: ▁a → key 4: ▁b"
+    text = (layer_part[:, None] + head_part[None, :]) + (query_part[:, None] + key_part[None, :])
+    text[(t.row_of[:, None] < 0) | (t.col_of[None, :] < 0)] = ""     # gaps: no text
     return text
 
 
@@ -87,21 +89,18 @@ def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
 
     Returns the traces, the layout (the caller adds the axis ticks) and the tiling.
     `first_layer=None` means the layer is unknown: hover then names only the head.
+    Hover comes from per-cell text below HOVER_TEXT_CELLS cells, and from the tile-centre
+    markers above it: per-cell customdata cost ~25% of the draw at 128 tokens.
     """
     L, H, Q, K = w.shape
-    t = tile(w, gap=default_gap(Q, K) if gap is None else gap, normalize=normalize,
-             first_layer=first_layer or 0)
+    t = tile(w, gap=default_gap(Q, K) if gap is None else gap, normalize=normalize)
     text = cell_text(t, display_tokens(query, show_space=show_space),
-                     display_tokens(key, show_space=show_space))
-    weight = "%{customdata[4]:.4f} (colour: share of head max)" if normalize else "%{z:.4f}"
+                     display_tokens(key, show_space=show_space), first_layer=first_layer)
+    weight = "%{customdata:.4f} (colour: share of head max)" if normalize else "%{z:.4f}"
     prefix = f"{escape_label(kind_label)}<br>" if kind_label else ""
-    where = ("head %{customdata[1]}" if first_layer is None
-             else "Layer %{customdata[0]} · head %{customdata[1]}")
-    hover = (prefix + where
-             + "<br>query %{customdata[2]} → key %{customdata[3]}"
-             + ("<br>%{text}" if text is not None else "")
-             + f"<br>weight {weight}<extra></extra>")
-    heat = heatmap_trace(t.z, customdata=t.customdata, text=text, hovertemplate=hover,
+    hover = (prefix + ("%{text}<br>" if text is not None else "") + f"weight {weight}"
+             + ("" if text is not None else "<br>(the tile's centre names its head)") + "<extra></extra>")
+    heat = heatmap_trace(t.z, customdata=t.raw, text=text, hovertemplate=hover,
                          zmin=0.0, zmax=1.0, colorscale=colorscale or DEFAULT_COLORSCALE,
                          colorbar=dict(title=dict(text="weight")))
     layers, heads = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
@@ -124,8 +123,9 @@ def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
     """All heads of one kind (L, H, Q, K): layers as tile rows, heads as tile columns.
 
     fig.data[0] is the tiled heatmap (NaN between tiles); fig.data[1] holds one
-    clickable marker per head for `overview_selection`. Hover names the layer,
-    head, positions and (below HOVER_TEXT_CELLS cells) the pieces.
+    clickable marker per head for `overview_selection`. Below HOVER_TEXT_CELLS cells
+    the hover names layer, head, positions and pieces; above it, the weight (and the
+    tile centres name their head).
     """
     w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
     L, H, Q, K = w.shape
@@ -136,6 +136,12 @@ def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
                                       values=[l * t.step_q + (Q - 1) / 2 for l in range(L)]))
     layout["xaxis"].update(token_axis([f"Head {h}" for h in range(H)], "Key",
                                       values=[h * t.step_k + (K - 1) / 2 for h in range(H)]))
+    # Fixed margins that fit "Layer n" / "Head n", the axis titles and the colour bar: with
+    # automargin (or margin autoexpand) plotly.js measures after drawing and draws the whole
+    # figure again, which cost a third of the time (benchmarks/bench_overview_browser.py).
+    for axis in ("xaxis", "yaxis"):
+        layout[axis]["automargin"] = False
+    layout["margin"] = dict(l=80, r=110, t=60 if (title or kind_label) else 30, b=55, autoexpand=False)
     return build_figure(data, layout)
 
 
