@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import copy
+import io
 import json
 import math
 import pickle
@@ -567,6 +568,7 @@ FIGURES = {
         colorscale="Cividis", query_title="Out", key_title="In", height=400),
     "heatmap empty": lambda: attention_heatmap(np.ones((1, 1)), ["<s>"], ["</s>"], hide_special=True),
     "overview": lambda: overview_figure(rows_dirichlet((2, 3, 4, 5)), TGT, SRC, kind_label="Cross"),
+    "overview image": lambda: overview_figure(rows_dirichlet((2, 3, 4, 5)), TGT, SRC, render="image"),
     "overview normalized": lambda: overview_figure(
         rows_dirichlet((2, 2, 4, 4)), TGT, TGT, title="t", normalize=True, gap=2, colorscale="Magma"),
     "head grid": lambda: head_grid_figure(rows_dirichlet((3, 4, 5)), TGT, SRC, layer=1, title="L1"),
@@ -650,3 +652,43 @@ def test_built_figures_follow_the_default_template_and_copy_independently():
     deep.data[0].customdata[0][0][0] = "changed too"
     assert fig.to_json() == before
     assert json.loads(pickle.loads(pickle.dumps(fig)).to_json()) == json.loads(before)
+
+
+# --------------------------------------------------------------------------- overview as an image
+
+def test_png_colorize_and_encoding_round_trip():
+    from PIL import Image
+    from viz._png import colorize, png_bytes
+    z = np.array([[0.0, 0.5, np.nan], [1.0, 0.25, 0.75]])
+    rgba = colorize(z, "Viridis", 0.0, 1.0)
+    assert rgba.shape == (2, 3, 4) and rgba.dtype == np.uint8
+    assert tuple(rgba[0, 0, :3]) == (68, 1, 84) and tuple(rgba[1, 0, :3]) == (253, 231, 37)   # Viridis ends
+    assert rgba[0, 2, 3] == 0 and (rgba[[0, 0, 1, 1, 1], [0, 1, 0, 1, 2], 3] == 255).all()      # NaN: transparent
+    decoded = np.asarray(Image.open(io.BytesIO(png_bytes(rgba))).convert("RGBA"))
+    np.testing.assert_array_equal(decoded, rgba)
+    with pytest.raises(ValueError):
+        png_bytes(rgba[..., :3])
+
+
+def test_overview_draws_large_grids_as_an_image(monkeypatch):
+    import base64
+    from PIL import Image
+    w = rows_dirichlet((2, 3, 4, 5), seed=2)
+    heat = overview_figure(w, TGT, SRC, gap=1, render="heatmap")
+    image = overview_figure(w, TGT, SRC, gap=1, render="image")
+    assert [t.type for t in image.data] == ["heatmap", "scatter", "image", "scatter"]
+    assert image.data[0].visible is False
+    np.testing.assert_array_equal(z_of(image), z_of(heat))            # z still holds the weights
+    assert image.data[1].customdata.tolist() == heat.data[1].customdata.tolist()   # clickable markers
+    png = base64.b64decode(image.data[2].source.split(",", 1)[1])
+    pixels = np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+    assert pixels.shape[:2] == z_of(heat).shape
+    assert (pixels[:, 5, 3] == 0).all() and (pixels[:4, :5, 3] == 255).all()   # gap column transparent
+    assert (image.data[2].x0, image.data[2].dx, image.data[2].y0, image.data[2].dy) == (0, 1, 0, 1)
+    assert image.data[3].marker.showscale is True and image.data[3].marker.cmax == 1
+    # "auto" switches to the image where per-cell hover text is dropped
+    assert [t.type for t in overview_figure(w, TGT, SRC, gap=1).data] == ["heatmap", "scatter"]
+    monkeypatch.setattr(viz.overview, "HOVER_TEXT_CELLS", 10)
+    assert overview_figure(w, TGT, SRC, gap=1).data[2].type == "image"
+    with pytest.raises(ValueError):
+        overview_figure(w, TGT, SRC, render="svg")

@@ -213,3 +213,11 @@ def test_beam_table_rows_and_final_path_flags():
     assert flagged == set(beam_path(HISTORY, FINAL))
     assert table["finished"].tolist() == [False, False, False, False, True, False, False, True]
     assert not beam_table(HISTORY)["on_final_path"].any()
+
+
+def test_beam_selection_reads_streamlits_typed_array_customdata():
+    """Streamlit returns numpy (typed-array) customdata as {"0": a, "1": b}."""
+    point = {"curve_number": 2, "point_index": 5, "customdata": {"0": 1, "1": 3}}
+    assert beam_selection({"selection": {"points": [point]}}) == (1, 3)
+    from viz import overview_selection
+    assert overview_selection([{"curve_number": 0, "customdata": {"0": 2, "1": 7}}]) == (2, 7)

@@ -139,6 +139,15 @@ def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: S
     return build_figure([trace, *extra_traces], layout)
 
 
+def point_customdata(point) -> list | None:
+    """A selected point's customdata as a list. Streamlit hands typed-array customdata back as
+    {"0": a, "1": b, ...}; plain lists come back as lists."""
+    cd = point.get("customdata") if hasattr(point, "get") else None
+    if hasattr(cd, "keys") and all(str(k).isdigit() for k in cd.keys()):
+        cd = [cd[k] for k in sorted(cd.keys(), key=lambda k: int(k))]
+    return list(cd) if isinstance(cd, (list, tuple, np.ndarray)) else None
+
+
 def head_markers(x: Sequence[float], y: Sequence[float], layers: Sequence[int],
                  heads: Sequence[int], *, kind_label: str = "",
                  notes: Sequence[str] | None = None) -> dict:

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import DEFAULT_COLORSCALE, auto_height, color_range, figure_title, token_axis
+from ._base import DEFAULT_COLORSCALE, auto_height, color_range, figure_title, point_customdata, token_axis
 from ._figure import build_figure, colorscale_value, height_value
 from ._labels import display_tokens
 
@@ -165,8 +165,8 @@ def beam_selection(points: Any) -> tuple[int, int] | None:
         inner = points.get("selection", points)
         points = inner.get("points", []) if isinstance(inner, Mapping) else []
     for point in points or []:
-        cd = point.get("customdata") if isinstance(point, Mapping) else None
-        if isinstance(cd, (list, tuple, np.ndarray)) and len(cd) == 2 and all(map(_integral, cd)):
+        cd = point_customdata(point) if isinstance(point, Mapping) else None
+        if cd is not None and len(cd) == 2 and all(map(_integral, cd)):
             return int(cd[0]), int(cd[1])
     return None
 

@@ -12,8 +12,9 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import (DEFAULT_COLORSCALE, HOVER_TEXT_CELLS, check_attention, figure_title,
-                    head_markers, heatmap_trace, token_axis)
+                    head_markers, heatmap_trace, point_customdata, token_axis)
 from ._figure import build_figure
+from ._png import png_data_uri
 from ._labels import display_tokens, escape_label
 
 
@@ -117,21 +118,42 @@ def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
     return [heat, marks], layout, t
 
 
+def as_image(data: list[dict], z: np.ndarray, colorscale) -> list[dict]:
+    """The tiles drawn as one PNG <image> (a third of the heatmap's time at 128 tokens).
+
+    The heatmap stays as fig.data[0], hidden, so z still holds the weights; the markers stay
+    fig.data[1]; the image and a colour-bar carrier follow.
+    """
+    heat, marks = data
+    heat = {**heat, "visible": False}
+    image = dict(type="image", source=png_data_uri(z, colorscale, 0.0, 1.0), x0=0, dx=1, y0=0, dy=1,
+                 hoverinfo="skip", name="tiles")
+    colorbar = dict(type="scatter", x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
+                    marker=dict(colorscale=heat["colorscale"], cmin=0.0, cmax=1.0, color=[0.0],
+                                showscale=True, colorbar=heat["colorbar"]))
+    return [heat, marks, image, colorbar]
+
+
 def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
                     normalize: bool = False, kind_label: str = "", show_space: bool = False,
-                    gap: int | None = None, colorscale=None) -> go.Figure:
+                    gap: int | None = None, colorscale=None, render: str = "auto") -> go.Figure:
     """All heads of one kind (L, H, Q, K): layers as tile rows, heads as tile columns.
 
     fig.data[0] is the tiled heatmap (NaN between tiles); fig.data[1] holds one
     clickable marker per head for `overview_selection`. Below HOVER_TEXT_CELLS cells
-    the hover names layer, head, positions and pieces; above it, the weight (and the
-    tile centres name their head).
+    the hover names layer, head, positions and pieces. Above it (`render="auto"`) the
+    tiles are drawn as one PNG image after the hidden heatmap, and the tile centres name
+    their head; `render` forces "heatmap" or "image".
     """
     w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
     L, H, Q, K = w.shape
     data, layout, t = tiled_parts(w, query, key, title=title or kind_label,
                                   normalize=normalize, show_space=show_space,
                                   kind_label=kind_label, gap=gap, colorscale=colorscale)
+    if render not in ("auto", "heatmap", "image"):
+        raise ValueError(f"render must be 'auto', 'heatmap' or 'image', got {render!r}")
+    if render == "image" or (render == "auto" and t.z.size > HOVER_TEXT_CELLS):
+        data = as_image(data, t.z, colorscale or DEFAULT_COLORSCALE)
     layout["yaxis"].update(token_axis([f"Layer {l}" for l in range(L)], "Query", reverse=True,
                                       values=[l * t.step_q + (Q - 1) / 2 for l in range(L)]))
     layout["xaxis"].update(token_axis([f"Head {h}" for h in range(H)], "Key",
@@ -181,8 +203,8 @@ def overview_selection(points: Any, *, n_heads: int | None = None) -> tuple[int,
     for point in points or []:
         if not isinstance(point, Mapping):
             continue
-        cd = point.get("customdata")
-        if isinstance(cd, (list, tuple, np.ndarray)) and len(cd) >= 2:
+        cd = point_customdata(point)
+        if cd is not None and len(cd) >= 2:
             try:
                 layer, head = int(cd[0]), int(cd[1])
             except (TypeError, ValueError):
