@@ -139,6 +139,17 @@ def examples_for(folder, source_lang: str, target_lang: str) -> list:
     return rows or [{source_lang: row["en"], target_lang: "", "shows": row["shows"]} for row in FALLBACK_EXAMPLES]
 
 
+def follow_example_language(examples: list, source_lang: str) -> None:
+    """After a switch to a model with another source language, an example sentence in the old
+    language becomes the same example in the new one (typed text is left alone)."""
+    text = state.kept("text")
+    for row in examples:
+        if text and text != row.get(source_lang) and text in row.values() and row.get(source_lang):
+            state.put("text", row[source_lang])
+            state.put("reference", "")
+            return
+
+
 def load_translator(path: str, device: str, name: str):
     """The cached Translator, or None after a short error naming what is wrong."""
     try:
@@ -168,6 +179,7 @@ def page() -> None:
     if display.presenter:
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
         st.button("Leave presenter mode", key="presenter_exit", on_click=state.put, args=("presenter", False))
+    follow_example_language(examples, source_lang)
     with st.expander("Sentence and decoding", expanded=False) if display.presenter else st.container():
         text, reference, beam = input_area(examples, source_lang, target_lang)
     view = state.kept("view", VIEWS[0])

@@ -58,8 +58,8 @@ def steps_view(result, display):
     t = _step_nav(len(steps), display.presenter)
     token, prob, top_k = steps[t]
     prefix = result.target_tokens[: t + 1]
-    st.text(f"Step {t + 1} of {len(steps)}\nPrefix fed: {' '.join(prefix)}\n"
-            f"Chosen piece: {token}   p = {prob:.3f}")
+    counter = "" if display.presenter else f"Step {t + 1} of {len(steps)}\n"    # presenter: a heading says it
+    st.text(f"{counter}Prefix fed: {' '.join(prefix)}\nChosen piece: {token}   p = {prob:.3f}")
     layer, head, all_heads = pick_cross_head(result, "All heads of the layer", "step_all_heads")
     left, right = st.columns([2, 3])
     with left:

@@ -210,3 +210,24 @@ def test_tiled_views_hide_special_tokens(translator):
     z = z_array(specs(at)[0]["data"][0])
     assert z.shape == (L * (S + gap) - gap, H * (S + gap) - gap)
     np.testing.assert_allclose(z[:S, :S], out.attention.encoder_self[0, 0, :S, :S], atol=1e-5)
+
+
+def test_switching_to_de_en_translates_the_same_example_in_german():
+    if "de-en" not in MODELS:
+        pytest.fail("pretrained/de-en is shipped and must be offered")
+    from transformer import Translator
+    at = started()
+    english = at.text_area(key="text").value
+    at.selectbox(key="model").set_value("de-en").run()
+    check_clean(at, "de-en")
+    german = at.text_area(key="text").value
+    from atlas_ui.main import examples_for
+    from atlas_ui.settings import models_dir
+    row = [r for r in examples_for(models_dir(), "de", "en") if r.get("en") == english][0]
+    assert german == row["de"] != english
+    out = Translator.load(MODELS["de-en"], device="cpu").translate(german)
+    assert any(code.value == out.text for code in at.code)
+    assert "de-en" in at.selectbox(key="model").value
+    at.text_area(key="text").set_value("Ein Hund läuft.").run()           # typed text is kept as typed
+    at.selectbox(key="model").set_value("en-de").run()
+    assert at.text_area(key="text").value == "Ein Hund läuft."

@@ -62,10 +62,8 @@ def test_clicking_a_beam_node_shows_its_attention(browser, app_url):
     step, index = nodes["custom"][target]
     click_point(page, 0, nodes["trace"], target)
     wait_for_text(page, f"Node: step {step + 1}, hypothesis {index}")
-    wait_idle(page)
-    rows = page.evaluate("""() => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[1]
-                                   .layout.yaxis.ticktext.length""")
-    assert rows == step + 1, "the node's attention has one row per piece of its hypothesis"
+    # the node's attention has one row per piece of its hypothesis
+    wait_for_plot(page, f"gd.layout.yaxis.ticktext.length === {step + 1}", index=1, timeout=60_000)
     assert page.problems == []
     page.context.close()
 
@@ -106,7 +104,7 @@ def test_trace_downloads_as_json(browser, app_url):
 
 def presenter_round(page, screenshot) -> None:
     wait_for_text(page, "Step 1 of")
-    page.locator("body").click(position={"x": 5, "y": 400})        # focus the page, not a widget
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")   # no widget has focus
     page.keyboard.press("ArrowRight")
     wait_for_text(page, "Step 2 of")
     wait_idle(page)

@@ -13,8 +13,8 @@ SHIPPED = sorted(p.name for p in (REPO / "pretrained").iterdir() if (p / "config
 DATA_DIR = resolve_data_dir(os.environ.get("ATLAS_DATA_DIR"))
 
 
-def test_the_default_model_is_shipped():
-    assert "en-de" in SHIPPED
+def test_both_directions_are_shipped():
+    assert {"en-de", "de-en"} <= set(SHIPPED), SHIPPED
 
 
 @pytest.mark.parametrize("name", SHIPPED)
