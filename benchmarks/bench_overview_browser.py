@@ -96,7 +96,9 @@ window.timePlotly = async (key, config) => {{
   await Plotly.newPlot(div, fig.data, fig.layout, config);
   await twoFrames();
   const t1 = performance.now();
-  const drawn = div.querySelectorAll('.heatmaplayer image').length;
+  // a heatmap paints into one <image>; large overviews are one image trace (plotly.js waits for
+  // its PNG to load before newPlot resolves, so the clock includes the decode)
+  const drawn = div.querySelectorAll('.heatmaplayer image, .imagelayer image').length;
   Plotly.purge(div);
   div.innerHTML = '';
   await settle();
