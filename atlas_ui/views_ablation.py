@@ -36,7 +36,7 @@ def head_picker(result) -> list:
             for layer in range(n_layers(result, kind)):
                 key = _layer_key(kind, layer)
                 keys.append(key)
-                state.pills(f"Layer {layer}", range(heads), key, format_func=lambda h: f"H{h}")
+                state.pills(f"Layer {layer}: heads", range(heads), key, format_func=str)
                 st.button(f"Whole layer {layer}", key=f"ablate_all_{kind}_{layer}", type="tertiary",
                           on_click=_toggle_layer, args=(kind, layer, heads),
                           help="Tick every head of this layer (again: untick them all).")

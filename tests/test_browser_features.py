@@ -156,8 +156,11 @@ def test_tour_screenshot_of_every_view(browser, app_url, view):
     wait_for_plot(page, "gd.querySelector('.xtick') || gd.querySelector('.point')")
     page.wait_for_timeout(500)
     wait_idle(page)
-    assert page.locator('[data-testid="stRadio"] label').filter(
-        has_text=re.compile(rf"^\s*{re.escape(view)}\s*$")).locator("input").first.is_checked()
+    option = page.locator('[data-testid="stRadio"] label').filter(has_text=re.compile(rf"^\s*{re.escape(view)}\s*$"))
+    assert option.locator("input").first.is_checked()
+    # the view itself, not the input form, fills the screenshot: scroll the view picker to the top
+    option.first.evaluate("el => el.closest('[data-testid=\"stRadio\"]').scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(300)
     path = DOCS / f"tour-{view.lower().replace(' ', '-')}.png"
     page.screenshot(path=str(path), full_page=False)
     assert path.stat().st_size > 10_000

@@ -124,9 +124,10 @@ def probability_change_figure(pieces: Sequence[str], before, after, *, title: st
         legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="right", x=1),
         xaxis=xaxis,
         yaxis=dict(title=dict(text="Probability"), range=[0, 1], domain=[0.36, 1], anchor="x",
-                   tickformat=".1f", showgrid=True, gridcolor="#eeeeee"),
+                   tickformat=".1f", showgrid=True, gridcolor="#eeeeee", automargin=True),
         yaxis2=dict(title=dict(text="Change"), range=[-m, m], domain=[0, 0.28], anchor="x",
-                    zeroline=True, zerolinecolor="#999999", showgrid=True, gridcolor="#eeeeee"),
+                    zeroline=True, zerolinecolor="#999999", showgrid=True, gridcolor="#eeeeee",
+                    automargin=True),
         height=height_value(height) if height is not None else 460,
         margin=dict(l=10, r=10, t=70 if title else 40, b=10),
     ))
