@@ -35,6 +35,14 @@ def as_array(values, name: str, *, ndim: int | None = None, min_ndim: int = 0,
     return arr
 
 
+def as_probabilities(values, name: str) -> np.ndarray:
+    """A finite 1-D float array within [0, 1] (1e-6 slack for rounding), else ValueError."""
+    p = as_array(values, name, ndim=1).astype(float)
+    if np.any(p < -1e-6) or np.any(p > 1 + 1e-6):
+        raise ValueError(f"{name} probabilities must be finite and within [0, 1]")
+    return p
+
+
 def check_tokens(shape: tuple, query_tokens: Sequence, key_tokens: Sequence,
                  name: str = "weights") -> tuple[list[str], list[str]]:
     """Check that the last two dims are (len(query_tokens), len(key_tokens))."""

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import as_array, figure_title, token_axis
+from ._base import as_probabilities, figure_title, token_axis
 from ._figure import build_figure, height_value, plain
 from ._labels import display_tokens, escape_html, show_piece
 
@@ -83,14 +83,10 @@ def diff_html(old: Sequence[str], new: Sequence[str], *, side: str,
 def _check_probabilities(pieces, before, after) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Pieces and two equal-length 1-D probability arrays, else ValueError."""
     pieces = _pieces(pieces, "pieces")
-    b = as_array(before, "before", ndim=1).astype(float)
-    a = as_array(after, "after", ndim=1).astype(float)
+    b, a = as_probabilities(before, "before"), as_probabilities(after, "after")
     if not len(pieces) == len(b) == len(a):
         raise ValueError(f"{len(pieces)} pieces but {len(b)} original and {len(a)} ablated "
                          "probabilities: all three must match")
-    for name, p in (("before", b), ("after", a)):
-        if np.any(p < -1e-6) or np.any(p > 1 + 1e-6):
-            raise ValueError(f"{name} probabilities must lie within [0, 1]")
     return pieces, b, a
 
 

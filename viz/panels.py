@@ -6,7 +6,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import as_array, auto_height, check_tokens, figure_title, matrix_heatmap, token_axis
+from ._base import as_array, as_probabilities, auto_height, check_tokens, figure_title, matrix_heatmap, token_axis
 from ._figure import build_figure
 from ._labels import display_tokens, escape_html, show_piece
 
@@ -83,9 +83,7 @@ def topk_bar_figure(top_k: Sequence, chosen=None, title: str = "", *,
     if chosen_piece is not None and chosen_prob is not None \
             and str(chosen_piece) not in {p for p, _ in items}:
         items.append((str(chosen_piece), float(chosen_prob)))
-    probs = np.array([q for _, q in items], dtype=float)
-    if not np.all(np.isfinite(probs)) or np.any(probs < -1e-6) or np.any(probs > 1 + 1e-6):
-        raise ValueError("top_k probabilities must be finite and within [0, 1]")
+    probs = as_probabilities([q for _, q in items], "top_k")
     labels = display_tokens([p for p, _ in items], show_space=show_space)
     colours = [CHOSEN if chosen_piece is not None and p == str(chosen_piece) else BAR
                for p, _ in items]
@@ -124,11 +122,9 @@ def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
     if isinstance(tokens, str):
         raise ValueError("tokens must be a list of pieces, not a string")
     tokens = [str(t) for t in tokens]
-    p = as_array(probs, "probs", ndim=1)
+    p = as_probabilities(probs, "probs")
     if len(tokens) != len(p):
         raise ValueError(f"{len(tokens)} tokens but {len(p)} probabilities")
-    if np.any(p < -1e-6) or np.any(p > 1 + 1e-6):
-        raise ValueError("probs must lie within [0, 1]")
     spans = []
     for i, (tok, prob) in enumerate(zip(tokens, p.tolist())):
         background, colour = probability_colour(prob)
