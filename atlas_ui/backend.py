@@ -151,18 +151,25 @@ def translate(path: str, device: str, text: str, beam_size: int, target, slots: 
     return to_result(out, str(translator.device), head_mask)
 
 
+def kind_statistics(result: Result) -> dict:
+    """kind -> head statistics of one run (diagonal share only where queries and keys align)."""
+    statistics = {}
+    for kind in result.attention:
+        queries, keys = result.axes(kind)
+        statistics[kind] = head_statistics(result.attention[kind], queries, keys, aligned=kind != "cross")
+    return statistics
+
+
 @st.cache_data(max_entries=16, show_spinner=False)
 def example_statistics(path: str, device: str, texts: tuple, beam_size: int, slots: int) -> dict:
     """kind -> head statistics averaged over `texts` (each sentence weighs the same)."""
-    frames = {kind: [] for kind in ("encoder_self", "decoder_self", "cross")}
+    frames: dict = {}
     for text in texts:
         try:
             result = translate(path, device, text, beam_size, None, slots)
         except ValueError:
             continue
-        for kind in frames:
-            queries, keys = result.axes(kind)
-            frames[kind].append(head_statistics(result.attention[kind], queries, keys,
-                                                aligned=kind != "cross"))
+        for kind, frame in kind_statistics(result).items():
+            frames.setdefault(kind, []).append(frame)
     return {kind: average_statistics(parts) for kind, parts in frames.items() if parts}
 

@@ -183,7 +183,6 @@ def page() -> None:
     with st.expander("Sentence and decoding", expanded=False) if display.presenter else st.container():
         text, reference, beam = input_area(examples, source_lang, target_lang)
     view = state.kept("view", VIEWS[0])
-    params = {}
     try:
         translator = load_translator(path, device, model)
         if translator is None:

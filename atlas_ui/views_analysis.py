@@ -6,26 +6,16 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
-from viz import attention_heatmap, head_statistics, merge_attention, rollout, statistic_figure
+from viz import attention_heatmap, merge_attention, rollout, statistic_figure
 from viz.beam import beam_path, beam_selection, beam_table, beam_tree_figure
-from viz.stats import STAT_COLUMNS, STAT_TITLES
+from viz.stats import STAT_COLUMNS
 
 from . import state
-from .common import (chart, head_title, heat_height, n_heads, n_layers, pick_cross_head, pick_head, pick_kind,
-                     pick_layer)
-from .settings import KINDS
-from .views_attention import _head_heatmap, _on_tile_pick, focus_on, undo_focus_button
+from .backend import kind_statistics
+from .common import chart, head_title, heat_height, n_heads, n_layers, pick_cross_head, pick_kind
+from .views_attention import _head_heatmap, _on_tile_pick, focus_on, focus_panel
 
 SCOPES = ("This sentence", "All examples")
-
-
-def sentence_statistics(result) -> dict:
-    """kind -> head statistics of this sentence (computed live; a few ms)."""
-    frames = {}
-    for kind in KINDS:
-        queries, keys = result.axes(kind)
-        frames[kind] = head_statistics(result.attention[kind], queries, keys, aligned=kind != "cross")
-    return frames
 
 
 def statistics_table(frames: dict) -> pd.DataFrame:
@@ -50,18 +40,18 @@ def stats_view(result, display, example_stats, example_count: int):
                         help="Averaged over the example sentences: each sentence translated with the "
                              "current model and decoding, its statistics computed, then averaged.")
     if scope == SCOPES[0]:
-        frames = sentence_statistics(result)
+        frames = kind_statistics(result)
     else:
         with st.spinner(f"Translating the {example_count} examples…"):
             frames = example_stats()
         if not frames:
             st.info("There are no example sentences to average over.")
-            frames = sentence_statistics(result)
+            frames = kind_statistics(result)
     kind = pick_kind()
     columns = st.columns(3)
     main = None
     for index, column in enumerate(STAT_COLUMNS):
-        fig = statistic_figure(frames[kind], column, f"{STAT_TITLES[column]}")
+        fig = statistic_figure(frames[kind], column)
         key = f"stat_{kind}_{column}"
         with columns[index % 3]:
             chart(fig, key, on_select=partial(_on_tile_pick, key, n_layers(result, kind), n_heads(result)),
@@ -75,13 +65,7 @@ def stats_view(result, display, example_stats, example_count: int):
     st.dataframe(table, hide_index=True, key="stats_table", on_select=partial(_on_table_pick, "stats_table", table),
                  selection_mode="single-row", column_config={
                      c: st.column_config.NumberColumn(format="%.3f") for c in STAT_COLUMNS})
-    columns = st.columns([2, 2, 1])
-    with columns[0]:
-        layer = pick_layer(result, kind)
-    with columns[1]:
-        head = pick_head(result)
-    undo_focus_button(columns[2])
-    _head_heatmap(result, display, kind, layer, head, "stats_focus")
+    focus_panel(result, display, kind, "stats_focus")
     return main
 
 

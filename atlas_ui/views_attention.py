@@ -46,13 +46,18 @@ def _clickable_tiles(fig, chart_key: str, result, display, kind: str, fixed_laye
     chart(fig, chart_key, on_select=partial(_on_tile_pick, chart_key, n_layers(result, kind), n_heads(result)),
           selection_mode="points")
     st.caption("Click a tile to open that head below, or pick it with the selectors.")
+    focus_panel(result, display, kind, f"{chart_key}_focus", fixed_layer)
+
+
+def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = None):
+    """The head a click opened, large, with layer/head selectors and an undo button."""
     columns = st.columns([2, 2, 1])
     with columns[0]:
         layer = pick_layer(result, kind) if fixed_layer is None else fixed_layer
     with columns[1]:
         head = pick_head(result)
     undo_focus_button(columns[2])
-    return _head_heatmap(result, display, kind, layer, head, f"{chart_key}_focus")
+    return _head_heatmap(result, display, kind, layer, head, key)
 
 
 FOCUS_HISTORY = "_focus_history"     # (layer, head) before each click on a tile, newest last
