@@ -66,12 +66,15 @@ def run_translation(translator_path: str, device: str, text: str, reference: str
 
 
 def show_translation(result, target_lang: str, display: Display) -> None:
+    """The translation in a keyed container (class st-key-translation), so the page can be read
+    by what it shows rather than by position."""
     title = f"Translation ({target_lang})" + (", forced to the reference" if result.forced else "")
-    st.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: darker = less sure.")
-    st.code(result.text or " ", language=None, wrap_lines=True)
-    st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space),
-                unsafe_allow_html=True)
-    st.caption("Each output piece is shaded by the probability the model gave it; hover for the value.")
+    with st.container(key="translation"):
+        st.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: darker = less sure.")
+        st.code(result.text or " ", language=None, wrap_lines=True)
+        st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space),
+                    unsafe_allow_html=True)
+        st.caption("Each output piece is shaded by the probability the model gave it; hover for the value.")
 
 
 def translate_plain(path: str, device: str, beam: int, text: str):

@@ -25,7 +25,7 @@ def share_url(base: str | None, params: dict) -> str:
 
 def share_box(box, params: dict) -> None:
     """The link to this exact view; st.code gives it a copy button."""
-    with box:
+    with box, st.container(key="share_link"):
         st.subheader("Share")
         st.code(share_url(st.context.url, params), language=None, wrap_lines=True)
         st.caption("Copy this link (the button at the right of the box) to open exactly this view: "

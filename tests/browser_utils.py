@@ -91,24 +91,123 @@ def wait_for_plot(page, predicate_js: str, index: int = 0, timeout: float = 120_
         }}""", timeout=timeout)
 
 
-def wait_idle(page, timeout: float = 120_000) -> None:
-    """Wait until Streamlit has no script run in progress."""
-    page.wait_for_function(
-        """() => !document.querySelector('[data-testid="stStatusWidget"] [data-testid="stStatusWidgetRunningIcon"]')
-                 && !document.querySelector('[data-testid="stSpinner"]')""", timeout=timeout)
+# ---- one reliable wait: "the script run my action started has ended" ---------------------------
+# Streamlit's app root says `data-test-script-state` = running / notRunning, but a click is not seen
+# there for the first ~0.2 s, and a short run can be drawn in one React commit that never shows
+# "running" at all. So each page counts, from before the app's own scripts run:
+# * rerun requests it sends (BackMsg.rerun_script) and script runs the server starts and finishes
+#   (ForwardMsg.new_session / script_finished), read off the websocket;
+# * React commits (through the DevTools hook that react-dom calls on every commit).
+# A run requested by an action has ended when the server finished the run that started after the
+# last request, React has committed since that message arrived, and the root says notRunning.
+RUN_TRACKER_JS = """(() => {
+  if (window.__atlasRuns) return;
+  const runs = window.__atlasRuns = {sent: 0, startedFor: 0, finishedFor: 0, finished: 0,
+                                      commits: 0, commitsAtFinish: 0};
+  window.__REACT_DEVTOOLS_GLOBAL_HOOK__ = {
+    supportsFiber: true, isDisabled: false, renderers: new Map(),
+    inject() { return 1; }, checkDCE() {}, onScheduleFiberRoot() {}, onCommitFiberUnmount() {},
+    onPostCommitFiberRoot() {}, onCommitFiberRoot() { runs.commits += 1; },
+  };
+  // top-level protobuf fields of a message: {fieldNumber: varint value or true}
+  function fields(data) {
+    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data)
+                : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null;
+    const found = {};
+    if (!bytes) return found;
+    let i = 0;
+    const varint = () => { let value = 0, scale = 1, b;
+      do { b = bytes[i++]; value += (b & 0x7f) * scale; scale *= 128; } while (b & 0x80 && i < bytes.length);
+      return value; };
+    while (i < bytes.length) {
+      const tag = varint(), field = Math.floor(tag / 8), wire = tag % 8;
+      if (wire === 0) found[field] = varint();
+      else if (wire === 2) { const n = varint(); i += n; found[field] = true; }
+      else if (wire === 1) { i += 8; found[field] = true; }
+      else if (wire === 5) { i += 4; found[field] = true; }
+      else break;
+    }
+    return found;
+  }
+  const NativeWebSocket = window.WebSocket;
+  class TrackedWebSocket extends NativeWebSocket {
+    constructor(...args) {
+      super(...args);
+      // registered before the app sets onmessage, so it sees each message first
+      this.addEventListener('message', (event) => {
+        const msg = fields(event.data);
+        if (msg[NEW_SESSION]) runs.startedFor = runs.sent;
+        if (SCRIPT_FINISHED in msg) {
+          runs.finished += 1;
+          runs.finishedFor = runs.startedFor;
+          runs.commitsAtFinish = runs.commits;
+        }
+      });
+    }
+    send(data) {
+      if (fields(data)[RERUN_SCRIPT]) runs.sent += 1;
+      return super.send(data);
+    }
+  }
+  window.WebSocket = TrackedWebSocket;
+})();"""
+
+RUN_ENDED_JS = """([sentBefore, runs]) => {
+  const r = window.__atlasRuns, root = document.querySelector('[data-testid="stApp"]');
+  return Boolean(r && root) && r.sent >= sentBefore + runs && r.finishedFor === r.sent
+         && r.commits > r.commitsAtFinish && root.getAttribute('data-test-script-state') === 'notRunning';
+}"""
+
+
+def run_tracker_js() -> str:
+    """RUN_TRACKER_JS with the protocol's field numbers, read from Streamlit's own protobufs."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+    forward, back = ForwardMsg.DESCRIPTOR.fields_by_name, BackMsg.DESCRIPTOR.fields_by_name
+    return (RUN_TRACKER_JS.replace("NEW_SESSION", str(forward["new_session"].number))
+            .replace("SCRIPT_FINISHED", str(forward["script_finished"].number))
+            .replace("RERUN_SCRIPT", str(back["rerun_script"].number)))
+
+
+def sent_reruns(page) -> int:
+    return page.evaluate("() => window.__atlasRuns ? window.__atlasRuns.sent : 0")
+
+
+@contextlib.contextmanager
+def script_run(page, runs: int = 1, timeout: float = 120_000):
+    """Wait, after the block's action, until the script run(s) it started have ended.
+
+    `runs` is how many rerun requests the action sends (one per click, key press or committed
+    widget); a different count fails, since a second request could start a run after the wait.
+    """
+    before = sent_reruns(page)
+    yield
+    page.wait_for_function(RUN_ENDED_JS, arg=[before, runs], timeout=timeout)
+    sent = sent_reruns(page) - before
+    assert sent == runs, f"the action sent {sent} rerun requests, expected {runs}"
+
+
+TRANSLATION = '.st-key-translation [data-testid="stCode"]'       # keyed containers of the app
+SHARE_LINK = '.st-key-share_link [data-testid="stCode"]'
 
 
 def pick_view(page, name: str) -> None:
-    """Click the view radio's option named exactly `name` ("Beam", not "Beam search")."""
+    """Click the view radio's option named exactly `name` ("Beam", not "Beam search"), and wait
+    for the run it starts."""
     exact = re.compile(rf"^\s*{re.escape(name)}\s*$")
-    page.locator('[data-testid="stRadio"] label').filter(has_text=exact).first.click()
+    with script_run(page):
+        page.locator('[data-testid="stRadio"] label').filter(has_text=exact).first.click()
 
 
 def translate(page, text: str) -> None:
-    """Type a sentence in the source box and press Translate."""
+    """Type a sentence in the source box, apply it (Ctrl+Enter), then press Translate, each step
+    waited for: one action, one script run."""
     box = page.locator('[data-testid="stTextArea"] textarea').first
     box.fill(text)
-    page.get_by_role("button", name="Translate").click()
+    with script_run(page):
+        box.press("Control+Enter")
+    with script_run(page):
+        page.get_by_role("button", name="Translate").click()
 
 
 @contextlib.contextmanager
@@ -125,14 +224,17 @@ def running_app(log_dir: Path, extra_args: tuple = ()):
 
 
 def open_page(browser, url: str, viewport=(1440, 1100)):
-    """A fresh page on `url` whose console and page errors collect in page.problems."""
+    """A fresh page on `url`, returned once its first script run has ended; console and page
+    errors collect in page.problems."""
     context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True)
+    context.add_init_script(run_tracker_js())
     page = context.new_page()
     page.problems = []
     page.on("console", lambda msg: page.problems.append(f"console: {msg.text}") if msg.type == "error" else None)
     page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))
     page.set_default_timeout(120_000)
-    page.goto(url, wait_until="domcontentloaded")
+    with script_run(page):
+        page.goto(url, wait_until="domcontentloaded")
     return page
 
 
@@ -142,15 +244,30 @@ def wait_for_text(page, text: str, timeout: float = 120_000) -> None:
 
 
 def click_point(page, chart_index: int, trace_index: int, point_index: int) -> None:
-    """Click a scatter point of a chart at the pixel plotly.js drew it (read from the axes)."""
+    """Click a scatter point of a chart at the pixel plotly.js drew it (read from the axes), and
+    wait for the run the selection starts."""
     box = page.evaluate(
         """([c, t, p]) => {
             const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[c];
-            gd.scrollIntoView({block: 'center'});
+            gd.scrollIntoView({block: 'center', behavior: 'instant'});
             const trace = gd._fullData[t], L = gd._fullLayout;
             const xa = L[(trace.xaxis || 'x').replace('x', 'xaxis')], ya = L[(trace.yaxis || 'y').replace('y', 'yaxis')];
             const r = gd.getBoundingClientRect();
             return {x: r.left + xa._offset + xa.l2p(trace.x[p]), y: r.top + ya._offset + ya.l2p(trace.y[p])};
         }""", [chart_index, trace_index, point_index])
     page.mouse.move(box["x"], box["y"])
-    page.mouse.click(box["x"], box["y"])
+    with script_run(page):          # a selection sends one rerun
+        page.mouse.click(box["x"], box["y"])
+
+
+def wait_charts_drawn(page, count: int = 1, timeout: float = 120_000) -> None:
+    """Wait until at least `count` charts exist and every chart on the page has been drawn by
+    plotly.js (its layout is computed and its SVG is in place)."""
+    page.wait_for_function(
+        """(count) => {
+            const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
+            return charts.length >= count && Array.from(charts).every(c => {
+                const gd = c.querySelector('.js-plotly-plot');
+                return gd && gd._fullLayout && gd.querySelector('.main-svg');
+            });
+        }""", arg=count, timeout=timeout)

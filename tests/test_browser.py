@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from browser_utils import (CHART, NEEDS_BROWSER, ROOT, open_page, pick_view, plot_state, translate, wait_for_plot,
-                           wait_idle)
+from browser_utils import (CHART, NEEDS_BROWSER, ROOT, TRANSLATION, click_point, open_page, pick_view, plot_state,
+                           script_run, translate, wait_charts_drawn, wait_for_plot)
 
 pytestmark = NEEDS_BROWSER
 SCREENSHOT = ROOT / "docs" / "screenshot-main.png"
@@ -19,8 +19,7 @@ INJECTION = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</scr
 @pytest.fixture
 def page(browser, app_url):
     """A fresh page on the app; console errors and page errors are collected in page.problems."""
-    page = open_page(browser, app_url)
-    page.wait_for_selector(CHART, timeout=120_000)
+    page = open_page(browser, app_url)           # returns once the first script run has ended
     wait_for_plot(page, "gd.data[0].type === 'heatmap' && gd.querySelector('.xtick')")
     yield page
     page.context.close()
@@ -30,8 +29,8 @@ def test_page_loads_with_heatmap_and_screenshot(page):
     state = plot_state(page)
     assert state["types"][0] == "heatmap"
     assert "</s>" in state["xticks"], "special tokens show literally on the axes"
-    assert page.locator('[data-testid="stCode"]').first.inner_text().strip(), "a translation is shown"
-    wait_idle(page)
+    assert page.locator(TRANSLATION).inner_text().strip(), "a translation is shown"
+    wait_charts_drawn(page)
     SCREENSHOT.parent.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 10_000
@@ -39,17 +38,16 @@ def test_page_loads_with_heatmap_and_screenshot(page):
 
 
 def test_typed_sentence_is_translated(page):
-    before = page.locator('[data-testid="stCode"]').first.inner_text()
-    translate(page, "Two dogs are playing in the snow.")
-    wait_for_plot(page, "Array.from(gd.querySelectorAll('.xtick text')).some(e => /dog/.test(e.textContent))")
-    wait_idle(page)
-    after = page.locator('[data-testid="stCode"]').first.inner_text()
+    before = page.locator(TRANSLATION).inner_text()
+    translate(page, "Two dogs are playing in the snow.")     # returns when its runs have ended
+    after = page.locator(TRANSLATION).inner_text()
     assert after.strip() and after != before
+    assert "Hund" in after, after                             # the new sentence's translation
+    wait_for_plot(page, "Array.from(gd.querySelectorAll('.xtick text')).some(e => /dog/.test(e.textContent))")
     assert page.problems == []
 
 
 def test_hover_shows_query_key_and_weight(page):
-    wait_idle(page)
     drag = page.locator(f"{CHART} .nsewdrag").first
     box = drag.bounding_box()
     page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.3)
@@ -67,7 +65,6 @@ def test_html_injection_is_shown_literally_and_never_runs(page):
     # the typed "<" becomes a piece with "<" (or <unk>): it must show literally on the axis
     wait_for_plot(page, "Array.from(gd.querySelectorAll('.xtick text')).slice(0, -1)"
                         ".some(e => e.textContent.includes('<'))")
-    wait_idle(page)
     assert page.evaluate("typeof window.__pwned") == "undefined"
     assert page.locator('img[src="x"]').count() == 0
     assert page.locator('[data-testid="stTextArea"] textarea').first.input_value() == INJECTION
@@ -82,22 +79,17 @@ def test_click_on_a_tile_opens_that_head(page, view):
     """The tiles report clicks through invisible markers; a click must really select that head."""
     pick_view(page, view)
     wait_for_plot(page, "gd.data.length > 1 && gd.data[1].type === 'scatter'")
-    wait_for_plot(page, "gd.layout.title.text.includes('head')", index=1)
-    wait_idle(page)
-    points = page.locator(CHART).first.locator(".scatterlayer .point")
-    layers = len(plot_state(page)["yticks"]) if view == "Overview" else 1
-    heads = points.count() // layers
-    layer, head = (1 if view == "Overview" else 0), min(2, heads - 1)
-    point = points.nth((layer if view == "Overview" else 0) * heads + head)
-    point.scroll_into_view_if_needed()
-    page.wait_for_timeout(300)
-    box = point.bounding_box()
-    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    wait_for_plot(page, f"gd.layout.title.text.includes('layer {layer} · head {head}')", index=1, timeout=60_000)
-    page.wait_for_url(re.compile(rf"layer={layer}&head={head}"), timeout=30_000)   # the URL keeps the pick
-    wait_idle(page)
+    wait_for_plot(page, "gd.layout.title.text.includes('layer 0 · head 0')", index=1)
+    # the markers' customdata says which (layer, head) each tile is
+    custom = page.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0]
+                                    ._fullData[1].customdata, point => Array.from(point).map(Number))""")
+    layer = 1 if view == "Overview" else 0
+    marker = next(i for i, point in enumerate(custom) if point[:2] == [layer, 2])
+    click_point(page, 0, 1, marker)                # waits for the run the click starts
+    wait_for_plot(page, f"gd.layout.title.text.includes('layer {layer} · head 2')", index=1)
+    assert re.search(rf"layer={layer}&head=2", page.url), page.url   # the URL keeps the pick
     # the focus can be undone: back to the head that was open before the click
-    page.get_by_role("button", name=re.compile("Undo focus")).click()
-    wait_for_plot(page, "gd.layout.title.text.includes('layer 0 · head 0')", index=1, timeout=60_000)
+    with script_run(page):
+        page.get_by_role("button", name=re.compile("Undo focus")).click()
+    wait_for_plot(page, "gd.layout.title.text.includes('layer 0 · head 0')", index=1)
     assert page.problems == []

@@ -9,8 +9,8 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 
 import pytest
 
-from browser_utils import (CHART, NEEDS_BROWSER, ROOT, click_point, open_page, plot_state, running_app,
-                           wait_for_plot, wait_for_text, wait_idle)
+from browser_utils import (CHART, NEEDS_BROWSER, ROOT, SHARE_LINK, click_point, open_page, plot_state, running_app,
+                           script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
 
 pytestmark = NEEDS_BROWSER
 DOCS = ROOT / "docs"
@@ -22,9 +22,9 @@ def link(base: str, **params) -> str:
 
 
 def opened(browser, url: str, charts: int = 1):
+    """A page on `url` after its first script run, with at least `charts` charts drawn."""
     page = open_page(browser, url)
-    page.wait_for_function(f"document.querySelectorAll('{CHART} .js-plotly-plot').length >= {charts}")
-    wait_idle(page)
+    wait_charts_drawn(page, charts)
     return page
 
 
@@ -41,7 +41,7 @@ def test_a_shared_link_opens_exactly_that_view(browser, app_url):
     titles = chart_titles(page)
     assert any("Cross-attention over the source · layer 1 · head 2" in t for t in titles), titles
     # the sidebar's share box holds the same view, with a copy button
-    share = page.locator('[data-testid="stSidebar"] [data-testid="stCode"]').last
+    share = page.locator(SHARE_LINK)
     query = parse_qs(urlparse(share.inner_text().strip()).query)
     assert query["view"] == ["Decoding steps"] and query["step"] == ["2"] and query["sentence"] == [SENTENCE]
     assert query["layer"] == ["1"] and query["head"] == ["2"]
@@ -74,9 +74,8 @@ def test_head_summary_cell_opens_the_head_and_ablation_marks_changes(browser, ap
     points = page.evaluate("""() => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0]
                                     ._fullData[1].customdata""")
     target = next(i for i, (layer, head) in enumerate(points) if layer == 1 and head == 3)
-    click_point(page, 0, 1, target)
-    page.wait_for_url(re.compile(r"layer=1&head=3"), timeout=60_000)
-    wait_idle(page)
+    click_point(page, 0, 1, target)                 # waits for the run the click starts
+    assert re.search(r"layer=1&head=3", page.url), page.url
     assert any("layer 1 · head 3" in t for t in chart_titles(page)), chart_titles(page)
     assert page.problems == []
     page.context.close()
@@ -105,16 +104,13 @@ def test_trace_downloads_as_json(browser, app_url):
 def presenter_round(page, screenshot) -> None:
     wait_for_text(page, "Step 1 of")
     page.evaluate("() => document.activeElement && document.activeElement.blur()")   # no widget has focus
-    page.keyboard.press("ArrowRight")
-    wait_for_text(page, "Step 2 of")
-    wait_idle(page)
-    page.keyboard.press("ArrowRight")
-    wait_for_text(page, "Step 3 of")
-    page.keyboard.press("ArrowLeft")
-    wait_for_text(page, "Step 2 of")
-    wait_idle(page)
+    for key, step in (("ArrowRight", 2), ("ArrowRight", 3), ("ArrowLeft", 2)):
+        with script_run(page):                       # each key press is one button click, one run
+            page.keyboard.press(key)
+        assert f"Step {step} of" in page.locator('[data-testid="stMain"]').inner_text()
     assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "20px"
     assert page.locator('[data-testid="stHeader"]').is_hidden()
+    wait_charts_drawn(page, 3)
     page.screenshot(path=str(screenshot))
     assert screenshot.stat().st_size > 10_000
 
@@ -154,13 +150,11 @@ def test_tour_screenshot_of_every_view(browser, app_url, view):
     page = opened(browser, link(app_url, view=view, sentence="A little girl climbs the stairs to the red house.",
                                 **TOUR[view]))
     wait_for_plot(page, "gd.querySelector('.xtick') || gd.querySelector('.point')")
-    page.wait_for_timeout(500)
-    wait_idle(page)
     option = page.locator('[data-testid="stRadio"] label').filter(has_text=re.compile(rf"^\s*{re.escape(view)}\s*$"))
     assert option.locator("input").first.is_checked()
     # the view itself, not the input form, fills the screenshot: scroll the view picker to the top
-    option.first.evaluate("el => el.closest('[data-testid=\"stRadio\"]').scrollIntoView({block: 'start'})")
-    page.wait_for_timeout(300)
+    option.first.evaluate("el => el.closest('[data-testid=\"stRadio\"]')"
+                          ".scrollIntoView({block: 'start', behavior: 'instant'})")
     path = DOCS / f"tour-{view.lower().replace(' ', '-')}.png"
     page.screenshot(path=str(path), full_page=False)
     assert path.stat().st_size > 10_000
