@@ -262,12 +262,14 @@ def click_point(page, chart_index: int, trace_index: int, point_index: int) -> N
 
 def wait_charts_drawn(page, count: int = 1, timeout: float = 120_000) -> None:
     """Wait until at least `count` charts exist and every chart on the page has been drawn by
-    plotly.js (its layout is computed and its SVG is in place)."""
+    plotly.js at its final width (plotly.js is loaded lazily: charts appear after the run ends)."""
     page.wait_for_function(
         """(count) => {
             const charts = document.querySelectorAll('[data-testid="stPlotlyChart"]');
             return charts.length >= count && Array.from(charts).every(c => {
                 const gd = c.querySelector('.js-plotly-plot');
-                return gd && gd._fullLayout && gd.querySelector('.main-svg');
+                // drawn, and at the container's width (a later resize would redraw it)
+                return gd && gd._fullLayout && gd.querySelector('.main-svg')
+                       && Math.abs(gd._fullLayout.width - c.getBoundingClientRect().width) < 1;
             });
         }""", arg=count, timeout=timeout)

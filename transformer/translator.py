@@ -64,8 +64,19 @@ class Translator:
             raise ValueError(f"tokenizer has {len(tokenizer)} pieces, config vocab_size={self.config.vocab_size}")
 
     @classmethod
-    def load(cls, path: str | Path, device=None) -> "Translator":
+    def load(cls, path: str | Path, device=None, source_lang: str | None = None,
+             target_lang: str | None = None) -> "Translator":
+        """A model directory of ours, or a Hugging Face encoder-decoder (a save_pretrained
+        directory or a hub id; see transformer/hf). Languages choose a multilingual model's pair."""
+        from .hf.load import is_hf_source
+        if is_hf_source(path):
+            from .hf.load import load_hf
+            return load_hf(path, device=device, source_lang=source_lang, target_lang=target_lang)
         config, model, tokenizer, card = load_model_dir(path)
+        for asked, own in ((source_lang, config.source_lang), (target_lang, config.target_lang)):
+            if asked is not None and asked != own:
+                raise ValueError(f"{path}: translates {config.source_lang}->{config.target_lang}, "
+                                 f"not {source_lang}->{target_lang}")
         return cls(model, tokenizer, card, device)
 
     # ---- input handling --------------------------------------------------------------
