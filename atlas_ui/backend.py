@@ -13,7 +13,7 @@ import torch
 
 from viz import average_statistics, head_statistics
 
-from .settings import TOP_K
+from .settings import MAX_LOADED_MODELS, TOP_K
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,12 @@ class Result:
     beam: list | None = None        # per step: [(pieces, score, parent, finished), ...] (beam search only)
     beam_final: tuple | None = None # (step, index) of the returned hypothesis in `beam`
     head_mask: tuple = ()           # the (kind, layer, head) switched off in this run
+    positional_kind: str = "sinusoidal"      # "sinusoidal", "learned" or "relative_bias" (T5)
+    position_bias: np.ndarray | None = None  # T5: (heads, S, S) encoder relative position bias
+
+    def mean_prob(self) -> float:
+        probs = self.probs()
+        return float(np.mean(probs)) if probs else 1.0
 
     def axes(self, kind: str) -> tuple[list, list]:
         """(query tokens, key tokens) of one attention kind, as the API page prescribes."""
@@ -67,7 +73,9 @@ def to_result(out, device: str, head_mask: tuple = ()) -> Result:
         source_embeddings=np.asarray(out.source_embeddings),
         steps=[(s.token, float(s.prob), [(p, float(q)) for p, q in s.top_k]) for s in out.steps],
         seconds=float(getattr(out, "seconds", 0.0)), device=device, beam=beam,
-        beam_final=None if out.beam_final is None else tuple(out.beam_final), head_mask=tuple(head_mask))
+        beam_final=None if out.beam_final is None else tuple(out.beam_final), head_mask=tuple(head_mask),
+        positional_kind=str(getattr(out, "positional_kind", "sinusoidal")),
+        position_bias=None if getattr(out, "position_bias", None) is None else np.asarray(out.position_bias))
 
 
 def find_models(folder: str) -> dict:
@@ -78,12 +86,51 @@ def find_models(folder: str) -> dict:
     return {p.name: str(p) for p in sorted(root.iterdir()) if (p / "config.json").is_file()}
 
 
-def model_languages(path: str) -> tuple[str, str]:
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the picker needs to know of a model directory before loading it."""
+    hf: bool                  # a Hugging Face directory (config.json has a model_type)
+    model_type: str           # "atlas" for ours
+    source_lang: str
+    target_lang: str
+
+
+def _read_config(path: str) -> dict:
     try:
         config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
-        return str(config.get("source_lang", "src")), str(config.get("target_lang", "tgt"))
-    except (OSError, ValueError, AttributeError):
-        return "src", "tgt"
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def model_info(path: str, stamp=None) -> ModelInfo:
+    """Read once per config.json version (`stamp`), not on every run."""
+    config = _read_config(path)
+    if "model_type" in config:
+        task = next(iter(config.get("task_specific_params") or {}), "")
+        pair = task[len("translation_"):].split("_to_") if task.startswith("translation_") else []
+        source, target = (pair + ["", ""])[:2] if len(pair) == 2 else ("", "")
+        return ModelInfo(True, str(config["model_type"]), source, target)
+    return ModelInfo(False, "atlas", str(config.get("source_lang", "src")), str(config.get("target_lang", "tgt")))
+
+
+def model_languages(path: str) -> tuple[str, str]:
+    info = model_info(path, file_stamps((str(Path(path) / "config.json"),)))
+    return info.source_lang or "src", info.target_lang or "tgt"
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def language_options(path: str) -> tuple[list, str, str]:
+    """(language codes, default source, default target) of a multilingual Hugging Face model;
+    ([], "", "") for a model with one language pair. Reads the tokenizer only."""
+    from transformer.hf.arch import language_codes
+    from transformer.hf.load import load_tokenizer, read_config
+    if not model_info(path).hf or model_info(path).model_type not in ("m2m_100", "mbart"):
+        return [], "", ""
+    tokenizer = load_tokenizer(Path(path), read_config(Path(path)))
+    codes = list(language_codes(tokenizer))
+    return codes, str(getattr(tokenizer, "src_lang", "") or ""), str(getattr(tokenizer, "tgt_lang", "") or "")
 
 
 def file_stamps(paths: tuple) -> tuple:
@@ -124,10 +171,19 @@ def available_devices() -> list:
     return ["cuda", "cpu"] if torch.cuda.is_available() else ["cpu"]
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
-def get_translator(path: str, device: str):
-    """One Translator per (model path, device) per process."""
+def model_ref(path: str, source_lang: str | None = None, target_lang: str | None = None) -> tuple:
+    """The hashable name of a loaded model: its path (or hub id) and the language pair asked for."""
+    return (str(path), source_lang or None, target_lang or None)
+
+
+@st.cache_resource(show_spinner=False, max_entries=MAX_LOADED_MODELS)
+def get_translator(ref, device: str):
+    """One Translator per (model, languages, device) per process; the least recently used one
+    goes when more than MAX_LOADED_MODELS are asked for, so memory stays bounded."""
     from transformer import Translator
+    path, source_lang, target_lang = ref if isinstance(ref, tuple) else (ref, None, None)
+    if source_lang or target_lang:
+        return Translator.load(path, device=device, source_lang=source_lang, target_lang=target_lang)
     return Translator.load(path, device=device)
 
 

@@ -1,11 +1,13 @@
 """The sidebar (model, device, display options, status) and the input area."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import streamlit as st
 
 from . import state
-from .backend import available_devices, model_languages
+from .backend import available_devices, file_stamps, language_options, model_info, model_languages
 from .common import Display, escape_md
 from .settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS
 
@@ -19,7 +21,13 @@ def sidebar(models: dict) -> tuple[str, str, Display]:
         st.header("Attention Atlas")
         st.caption("Every head, every layer, every decoding step of an encoder–decoder Transformer.")
         model = state.selectbox("Model", list(models), "model", DEFAULT_MODEL,
-                                format_func=lambda name: "{} ({} → {})".format(name, *model_languages(models[name])))
+                                format_func=lambda name: model_label(name, models[name]))
+        hub_id = state.text_input("Or a Hugging Face model (hub id)", "hub_id",
+                                  placeholder="Helsinki-NLP/opus-mt-en-de",
+                                  help="Any Marian, NLLB/M2M100, mBART-50, BART or T5 translation model; "
+                                       "downloaded once, so the server must be online.").strip()
+        if hub_id:
+            model = hub_id
         device = state.selectbox("Device", available_devices(), "device")
         st.subheader("Display")
         display = Display(
@@ -37,6 +45,34 @@ def sidebar(models: dict) -> tuple[str, str, Display]:
         state.selectbox("Chart camera button saves", ["png", "svg"], "image_format", format_func=str.upper,
                         help="PNG at 2× for slides, or SVG (vector) for papers.")
     return model, device, display
+
+
+def model_label(name: str, path: str) -> str:
+    """'en-de (en → de)' for ours, 'opus-mt-en-de (Hugging Face marian)' for theirs."""
+    info = model_info(path, file_stamps((str(Path(path) / "config.json"),)))
+    if info.hf:
+        return f"{name} (Hugging Face {info.model_type})"
+    return "{} ({} → {})".format(name, *model_languages(path))
+
+
+def language_picker(path: str) -> tuple[str | None, str | None]:
+    """Source and target language pickers for a multilingual model (NLLB, M2M100, mBART-50);
+    (None, None) for a model with one language pair."""
+    try:
+        codes, source, target = language_options(path)
+    except (OSError, ValueError, ImportError):
+        return None, None                    # loading the model will say what is wrong
+    if not codes:
+        return None, None
+    with st.sidebar:
+        st.caption("This model translates between many languages: pick the pair.")
+        defaults = [code for code in ("eng_Latn", "en_XX", "__en__", "en") if code in codes]
+        source = state.selectbox("Source language", codes, "source_lang", source or (defaults[0] if defaults else None))
+        targets = [code for code in codes if code != source]
+        german = [code for code in ("deu_Latn", "de_DE", "__de__", "de") if code in targets]
+        target = state.selectbox("Target language", targets, "target_lang",
+                                 target if target in targets else (german[0] if german else None))
+    return source, target
 
 
 def card_scores(card: dict) -> pd.DataFrame:
@@ -67,6 +103,13 @@ def show_status(box, translator, result, figure_seconds: float | None) -> None:
         if figure_seconds is not None:
             st.text(f"Figures: {figure_seconds:.2f} s")
         card = translator.card if isinstance(translator.card, dict) else {}
+        data = card.get("data") if isinstance(card.get("data"), dict) else {}
+        if "multi30k" in str(data.get("dataset", "")).lower():
+            st.caption("Trained on Multi30k image captions only: it translates sentences that describe a "
+                       "scene. Other text comes out garbled; open a real model for that.")
+        elif card.get("family"):
+            st.caption("Hugging Face model · " + escape_md(str(card.get("architecture") or card["family"]), 80)
+                       + " · positions: " + escape_md(str(card.get("positional_kind", "?")), 40))
         st.caption("Model card: " + escape_md(str(card.get("name", "unnamed model")), 80)
                    + " · val and test_2016_flickr (test16), greedy and beam 4")
         table = card_scores(card)

@@ -11,11 +11,11 @@ from viz import token_probability_html
 
 from . import state
 from .backend import (configure_torch, example_statistics, file_stamps, find_models, get_translator, load_examples,
-                      model_languages, translate)
+                      model_languages, model_ref, translate)
 from .common import Display, escape_md
-from .inputs import input_area, show_status, sidebar
-from .settings import (DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, MAX_CHARS, VIEWS, max_concurrent,
-                       models_dir, torch_threads)
+from .inputs import input_area, language_picker, show_status, sidebar
+from .settings import (DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
+                       REAL_MODEL_HINT, VIEWS, extra_models, max_concurrent, models_dir, torch_threads)
 from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
 from .views_ablation import ablation_view
 from .views_analysis import beam_view, rollout_view, stats_view
@@ -153,30 +153,50 @@ def follow_example_language(examples: list, source_lang: str) -> None:
             return
 
 
-def load_translator(path: str, device: str, name: str):
+def load_translator(ref: tuple, device: str, name: str):
     """The cached Translator, or None after a short error naming what is wrong."""
     try:
-        with st.spinner(f"Loading the model {name}…"):
-            return get_translator(path, device)
-    except (OSError, ValueError, RuntimeError) as exc:
-        LOG.warning("could not load %s: %s", path, exc)
-        st.error(f"Could not load the model {escape_md(name)}: {escape_md(str(exc), 200)}")
+        with st.status(f"Loading the model {escape_md(name, 80)}…", expanded=False) as box:
+            translator = get_translator(ref, device)
+            box.update(label=f"Model {escape_md(name, 80)} loaded", state="complete")
+            return translator
+    except (OSError, ValueError, RuntimeError, ImportError) as exc:
+        LOG.warning("could not load %s: %s", ref[0], exc)
+        st.error(f"Could not load the model {escape_md(name, 80)}: {escape_md(str(exc), 300)}")
         return None
+
+
+def model_note(translator, result) -> None:
+    """Honest about our own models: what they were trained on, and when a sentence is probably
+    outside it (a low mean piece probability; measured thresholds in settings.LOW_CONFIDENCE)."""
+    card = translator.card if isinstance(translator.card, dict) else {}
+    data = card.get("data") if isinstance(card.get("data"), dict) else {}
+    if "multi30k" not in str(data.get("dataset", "")).lower():
+        return
+    if result is not None and result.mean_prob() < LOW_CONFIDENCE:
+        st.info(f"The model gave its pieces a mean probability of {result.mean_prob():.2f}: this sentence is "
+                "probably outside what it knows. It was trained on Multi30k image captions only (describe a "
+                "scene: people, animals, places). For any other text open a real model, e.g. "
+                f"{REAL_MODEL_HINT} (Model → Hugging Face hub id, online).")
 
 
 def page() -> None:
     configure_torch(torch_threads())
     state.boot_from_url()
     folder = models_dir()
-    models = find_models(str(folder))
+    models = {**find_models(str(folder)), **extra_models()}
     if not models:
         st.error(f"No model found: {escape_md(str(folder))} has no directory with a config.json. "
                  "Set ATLAS_MODELS_DIR or add a model to pretrained/.")
         return
     model, device, display = sidebar(models)
+    path = models.get(model, model)                    # a hub id typed in the sidebar is its own path
+    languages = language_picker(path)
     status, share = st.sidebar.container(), st.sidebar.container()
-    path = models[model]
-    source_lang, target_lang = model_languages(path)
+    ref = model_ref(path, *languages)
+    translator = load_translator(ref, device, model)
+    source_lang, target_lang = model_languages(path) if translator is None else (
+        translator.source_lang or "src", translator.target_lang or "tgt")
     examples = examples_for(folder, source_lang, target_lang)
     st.markdown(COMPACT_CSS, unsafe_allow_html=True)      # constants, no user text
     if display.presenter:
@@ -186,14 +206,15 @@ def page() -> None:
     with st.expander("Sentence and decoding", expanded=False) if display.presenter else st.container():
         text, reference, beam = input_area(examples, source_lang, target_lang)
     view = state.kept("view", VIEWS[0])
+    path = ref
     try:
-        translator = load_translator(path, device, model)
         if translator is None:
             return
         result = run_translation(path, device, text, reference, beam, translator.config.max_source_len)
         figure_seconds = None
         if result is not None:
             show_translation(result, target_lang, display)
+            model_note(translator, result)
             view = state.radio("View", VIEWS, "view", horizontal=True, label_visibility="collapsed")
             context = dict(examples=examples, source_key=source_lang, text=text,
                            translate_other=partial(translate_plain, path, device, beam),

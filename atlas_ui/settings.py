@@ -12,6 +12,9 @@ MAX_CHARS = 1000            # longest input the app accepts, in characters
 TOP_K = 10                  # candidates kept per decoding step
 MAX_BEAM = 8
 MAX_COMPARE_HEADS = 4
+MAX_LOADED_MODELS = 3       # models kept in memory per process (least recently used goes)
+LOW_CONFIDENCE = 0.35       # mean piece probability under which a translation gets the "outside" note
+REAL_MODEL_HINT = "Helsinki-NLP/opus-mt-en-de"
 
 FALLBACK_EXAMPLES = (
     {"en": "A man is riding a bike.", "de": "Ein Mann fährt Fahrrad.", "shows": "built-in example"},
@@ -49,3 +52,15 @@ def torch_threads(environ=os.environ) -> int:
 def max_concurrent(environ=os.environ) -> int:
     """Translations allowed to run at once in this process: $ATLAS_MAX_CONCURRENT, else 2."""
     return _positive_int(environ, "ATLAS_MAX_CONCURRENT", 2)
+
+
+def extra_models(environ=os.environ) -> dict:
+    """name -> path or hub id of the models named on the command line (`attention-atlas MODEL ...`
+    passes them in $ATLAS_MODELS, separated by os.pathsep)."""
+    models = {}
+    for item in environ.get("ATLAS_MODELS", "").split(os.pathsep):
+        item = item.strip()
+        if item:
+            path = Path(item).expanduser()
+            models[path.name if path.is_dir() else item] = str(path) if path.is_dir() else item
+    return models

@@ -6,7 +6,7 @@ import streamlit as st
 
 from transformer.masks import causal_mask, decoder_mask, padding_mask
 from viz import (attention_heatmap, batch_padding_figure, embedding_figure, mask_figure, merge_keys,
-                 position_similarity_figure, positional_encoding_figure, topk_bar_figure)
+                 position_bias_figure, position_similarity_figure, positional_encoding_figure, topk_bar_figure)
 
 from . import state
 from .common import chart, escape_md, heat_height, n_heads, pick_cross_head
@@ -128,16 +128,47 @@ def masks_view(result, batch: list, sentences: list):
     return figures[2][1]
 
 
+PE_TEXT = {
+    "sinusoidal": ("Sinusoidal positional encoding", "Each row is one position, each column one dimension: sines "
+                   "and cosines of falling frequency, added to the token embeddings so that attention can tell "
+                   "positions apart."),
+    "learned": ("Learned positional embeddings", "Each row is one position, each column one dimension: a table "
+                "the model learned, added to the token embeddings (rows as the model indexes them, offset "
+                "included)."),
+}
+
+
+def position_bias_view(result):
+    """T5 adds nothing to the embeddings: each head adds a learned bias, by query-key distance,
+    to its attention logits. Show that bias per head, and say so."""
+    st.info("This model (T5) has no positional encoding: nothing is added to the token embeddings. Instead "
+            "each encoder head adds a learned bias, bucketed by the distance from query to key, to its "
+            "attention logits before the softmax. Below is that bias, per head, for this sentence.")
+    bias = np.asarray(result.position_bias)                            # (H, S, S)
+    head = state.selectbox("Head", range(bias.shape[0]), "pe_bias_head")
+    fig = position_bias_figure(bias[head], result.source_tokens,
+                               f"Relative position bias · encoder · head {head}")
+    chart(fig, "pe_bias")
+    st.caption("Rows are queries, columns keys; red raises a key's logit, blue lowers it. Every layer "
+               "reuses the first layer's bias.")
+    embeddings = np.asarray(result.source_embeddings)
+    chart(embedding_figure(embeddings, result.source_tokens, "Source embeddings: what the first encoder layer "
+                           "receives (no positions added)"), "pe_before")
+    return fig
+
+
 def pe_view(result):
+    if result.positional_kind == "relative_bias" and result.position_bias is not None:
+        return position_bias_view(result)
     S = len(result.source_tokens)
     pe = np.asarray(result.positional_encoding[:S])
     tokens = result.source_tokens
+    name, text = PE_TEXT.get(result.positional_kind, PE_TEXT["sinusoidal"])
     columns = st.columns(2)
-    main = positional_encoding_figure(pe, tokens, f"Sinusoidal positional encoding ({S} positions)")
+    main = positional_encoding_figure(pe, tokens, f"{name} ({S} positions)")
     with columns[0]:
         chart(main, "pe_matrix")
-        st.caption("Each row is one position, each column one dimension: sines and cosines of falling "
-                   "frequency, added to the token embeddings so that attention can tell positions apart.")
+        st.caption(text)
     with columns[1]:
         chart(position_similarity_figure(pe, tokens, "Dot-product similarity between positions"), "pe_similarity")
         st.caption("Nearby positions have similar encodings; the similarity falls off with distance.")

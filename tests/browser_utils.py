@@ -31,13 +31,13 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(port: int, log_path: Path, extra_args: tuple = ()) -> subprocess.Popen:
-    """`streamlit run app.py` from the repository root, environment passed through."""
+def start_server(port: int, log_path: Path, extra_args: tuple = (), env: dict | None = None) -> subprocess.Popen:
+    """`streamlit run app.py` from the repository root, environment passed through (plus `env`)."""
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
                "--server.address", "127.0.0.1", "--server.headless", "true",
                "--browser.gatherUsageStats", "false", *extra_args]
     log = open(log_path, "wb")
-    return subprocess.Popen(command, cwd=ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
+    return subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
 
 
@@ -195,8 +195,11 @@ def pick_view(page, name: str) -> None:
     """Click the view radio's option named exactly `name` ("Beam", not "Beam search"), and wait
     for the run it starts."""
     exact = re.compile(rf"^\s*{re.escape(name)}\s*$")
+    option = page.locator('[data-testid="stRadio"] label').filter(has_text=exact).first
+    if option.locator("input").is_checked():
+        return                                   # already open: a click would start no run
     with script_run(page):
-        page.locator('[data-testid="stRadio"] label').filter(has_text=exact).first.click()
+        option.click()
 
 
 def translate(page, text: str) -> None:
@@ -211,10 +214,10 @@ def translate(page, text: str) -> None:
 
 
 @contextlib.contextmanager
-def running_app(log_dir: Path, extra_args: tuple = ()):
+def running_app(log_dir: Path, extra_args: tuple = (), env: dict | None = None):
     """A healthy `streamlit run` server for the duration of the block; yields its URL."""
     port = free_port()
-    process = start_server(port, log_dir / f"server-{port}.log", extra_args)
+    process = start_server(port, log_dir / f"server-{port}.log", extra_args, env)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, process, timeout=90)

@@ -113,3 +113,15 @@ def test_presenter_figure_enlarges_fonts_without_touching_the_original():
     assert fig.layout.font.size is None, "the original figure is left as it was"
     np.testing.assert_array_equal(np.asarray(big.data[0].z), np.asarray(fig.data[0].z))
     assert isinstance(big, go.Figure)
+
+
+def test_position_bias_figure_shows_the_bias_and_checks_tokens():
+    from viz import position_bias_figure
+    bias = np.arange(9, dtype=np.float32).reshape(3, 3) - 4.0
+    fig = position_bias_figure(bias, ["▁a", "▁b", "</s>"], "Relative position bias · head 0")
+    z = np.asarray(fig.data[0].z, dtype=float)
+    assert np.array_equal(z, bias)
+    assert fig.data[0].zmin == -4.0 and fig.data[0].zmax == 4.0     # zero at the scale's middle
+    assert "&lt;/s&gt;" in list(fig.layout.xaxis.ticktext)
+    with pytest.raises(ValueError):
+        position_bias_figure(bias, ["▁a", "▁b"])

@@ -67,3 +67,20 @@ def embedding_figure(embeddings, tokens: Sequence[str], title: str = "", *,
         zmin=zmin, zmax=zmax, colorscale=DIVERGING_COLORSCALE, title=title,
         customdata=row_customdata(hover_rows, emb.shape), colorbar_title="value",
         hovertemplate="Token %{customdata}<br>Dimension %{x}<br>value %{z:.3f}<extra></extra>")
+
+
+def position_bias_figure(bias, tokens: Sequence[str], title: str = "") -> go.Figure:
+    """(S, S) relative position bias of one head (T5): added to that head's attention logits
+    before the softmax, by query-key distance; symmetric colour range around 0."""
+    bias = as_array(bias, "position bias", ndim=2)                    # (S, S)
+    if isinstance(tokens, str) or bias.shape != (len(tokens), len(tokens)):
+        raise ValueError(f"position bias has shape {bias.shape} but {len(tokens)} tokens were given")
+    labels = display_tokens(tokens)
+    hover = [f"{i} {lab}" for i, lab in enumerate(labels)]
+    zmin, zmax = symmetric_range(bias)
+    cd = np.stack([row_customdata(hover, bias.shape), row_customdata(hover, bias.shape).T], -1)
+    return matrix_heatmap(
+        bias, y_labels=labels, x_labels=labels, y_title="Query", x_title="Key",
+        zmin=zmin, zmax=zmax, colorscale=DIVERGING_COLORSCALE, title=title,
+        customdata=cd, colorbar_title="bias (logit)",
+        hovertemplate="Query %{customdata[0]}<br>Key %{customdata[1]}<br>bias %{z:.3f}<extra></extra>")

@@ -1,0 +1,117 @@
+"""AppTest checks with Hugging Face models in $ATLAS_MODELS_DIR (tiny Marian, T5 and NLLB built
+offline by tests/hf_tiny.py): every view renders and shows a translation, T5's view of positions
+says what it shows, a multilingual model gets language pickers, and bad models or hub ids give a
+clear message while the app keeps working. Also: our own models say what they were trained on."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+import hf_tiny
+from test_app import MODELS, check_clean, new_app, specs
+from atlas_ui.settings import VIEWS
+
+FAMILIES = ("marian", "t5", "nllb")
+SENTENCE = "A man is riding a bike."
+
+
+@pytest.fixture(scope="module")
+def hf_models(tmp_path_factory):
+    """A models folder holding the three tiny models under their family names, and a BERT."""
+    build_root, models = tmp_path_factory.mktemp("hf-build"), tmp_path_factory.mktemp("hf-models")
+    for name in FAMILIES:
+        shutil.move(str(hf_tiny.build(name, build_root)), str(models / name))
+    bert = models / "bert"
+    bert.mkdir()
+    (bert / "config.json").write_text(json.dumps({"model_type": "bert", "architectures": ["BertModel"]}))
+    return models
+
+
+def opened(monkeypatch, folder, **params):
+    monkeypatch.setenv("ATLAS_MODELS_DIR", str(folder))
+    at = new_app()
+    at.query_params.update(params)
+    at.run()
+    return at
+
+
+def translation_text(at) -> str:
+    return at.code[0].value if at.code else ""
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_view_renders_with_a_hugging_face_model(hf_models, monkeypatch, family):
+    at = opened(monkeypatch, hf_models, model=family, sentence=SENTENCE)
+    check_clean(at, family)
+    assert translation_text(at).strip(), "a translation is shown"
+    assert any("Hugging Face" in c.value for c in at.sidebar.caption), "the panel says what the model is"
+    for view in VIEWS:
+        at.radio(key="view").set_value(view).run()
+        check_clean(at, f"{family} · {view}")
+        assert not at.warning, f"{family} · {view}: {[w.value for w in at.warning]}"
+        if view == "Beam":                 # greedy has no beam: the view offers to switch
+            at.button(key="beam_switch").click().run()
+            check_clean(at, f"{family} · beam search")
+        if view == "Ablation":             # nothing is ablated until a head is ticked
+            at.button(key="ablate_all_cross_0").click().run()
+            check_clean(at, f"{family} · ablation")
+        assert specs(at), f"{family} · {view}: no chart"
+        if view == "Beam":
+            at.radio(key="decoding").set_value("Greedy").run()
+    if family == "t5":
+        at.radio(key="view").set_value("Positional encodings").run()
+        assert any("no positional encoding" in i.value for i in at.info)
+        titles = [s["layout"]["title"]["text"] for s in specs(at)]
+        assert any("Relative position bias" in t for t in titles), titles
+
+
+def test_multilingual_model_gets_language_pickers(hf_models, monkeypatch):
+    at = opened(monkeypatch, hf_models, model="nllb", sentence=SENTENCE)
+    check_clean(at, "nllb")
+    source, target = at.selectbox(key="source_lang"), at.selectbox(key="target_lang")
+    assert source.value in source.options and target.value in target.options
+    assert source.value != target.value and source.value not in target.options
+    first = translation_text(at)
+    other = next(code for code in target.options if code != target.value)
+    target.set_value(other).run()
+    check_clean(at, "nllb, other target")
+    from transformer import Translator
+    expected = Translator.load(str(hf_models / "nllb"), device="cpu", source_lang=source.value,
+                               target_lang=other).translate(SENTENCE, capture=False).text
+    assert translation_text(at) == expected
+    assert first != "" and at.query_params.get("model") == "nllb"
+
+
+def test_bad_models_and_an_offline_hub_id_say_what_is_wrong(hf_models, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    at = opened(monkeypatch, hf_models, model="bert", sentence=SENTENCE)
+    assert not at.exception
+    assert any("bert" in e.value.lower() and "encoder" in e.value.lower() for e in at.error), \
+        [e.value for e in at.error]
+    at.text_area(key="text").set_value("Two dogs play.").run()           # the input is still there
+    assert at.text_area(key="text").value == "Two dogs play."
+    at.selectbox(key="model").set_value("marian").run()
+    check_clean(at, "back to marian")
+    assert translation_text(at).strip()
+    at.text_input(key="hub_id").set_value("Helsinki-NLP/opus-mt-en-de").run()
+    assert not at.exception
+    errors = [e.value.replace("\\", "") for e in at.error]          # shown Markdown-escaped
+    assert any("opus-mt-en-de" in e and "offline" in e for e in errors), errors
+    at.text_input(key="hub_id").set_value("").run()
+    check_clean(at, "hub id cleared")
+
+
+@pytest.mark.skipif("en-de" not in MODELS, reason="needs pretrained/en-de")
+def test_our_model_says_what_it_was_trained_on_and_flags_unknown_text():
+    at = new_app()
+    at.query_params.update(model="en-de", sentence="The meeting was postponed because of the strike.")
+    at.run()
+    check_clean(at, "out of domain")
+    assert any("image captions" in c.value for c in at.sidebar.caption)
+    notes = [i.value for i in at.info if "outside what it knows" in i.value]
+    assert notes and "opus-mt-en-de" in notes[0]
+    at.text_area(key="text").set_value("Two dogs play in the snow.").run()
+    check_clean(at, "caption")
+    assert not [i.value for i in at.info if "outside what it knows" in i.value]

@@ -1,0 +1,43 @@
+"""Browser test with a Hugging Face model: a tiny Marian directory (built offline by hf_tiny) is the
+only model in $ATLAS_MODELS_DIR of this module's own server; every view renders in Chromium and a
+translation is shown."""
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+import hf_tiny
+from atlas_ui.settings import VIEWS
+from browser_utils import (NEEDS_BROWSER, TRANSLATION, open_page, pick_view, running_app, script_run,
+                           wait_charts_drawn)
+
+pytestmark = NEEDS_BROWSER
+
+
+@pytest.fixture(scope="module")
+def marian_url(tmp_path_factory):
+    build, models = tmp_path_factory.mktemp("hf-build"), tmp_path_factory.mktemp("hf-models")
+    shutil.move(str(hf_tiny.build("marian", build)), str(models / "opus-tiny-en-de"))
+    with running_app(tmp_path_factory.mktemp("hf-server"), env={"ATLAS_MODELS_DIR": str(models)}) as url:
+        yield url
+
+
+def test_every_view_renders_with_a_marian_model(browser, marian_url):
+    page = open_page(browser, f"{marian_url}/?sentence=A+man+is+riding+a+bike.")
+    assert page.locator(TRANSLATION).inner_text().strip(), "a translation is shown"
+    assert "Hugging Face model" in page.locator('[data-testid="stSidebar"]').inner_text()
+    for view in VIEWS:
+        pick_view(page, view)
+        if view == "Beam":                       # greedy: the view offers beam search
+            with script_run(page):
+                page.get_by_role("button", name="Use beam search").click()
+        if view == "Ablation":
+            with script_run(page):
+                page.get_by_role("button", name="Whole layer 0").first.click()
+        wait_charts_drawn(page)
+        main = page.locator('[data-testid="stMain"]').inner_text()
+        assert "went wrong" not in main and "did not work" not in main, f"{view}: {main[:300]}"
+        assert page.locator('[data-testid="stException"]').count() == 0, view
+    assert page.problems == []
+    page.context.close()
