@@ -15,12 +15,12 @@ SPLIT_NAMES = {"val": "val", "test_2016_flickr": "test16"}
 SCORE_ROWS = (("val", "greedy"), ("val", "beam4"), ("test_2016_flickr", "greedy"), ("test_2016_flickr", "beam4"))
 
 
-def sidebar(models: dict) -> tuple[str, str, Display]:
+def sidebar(models: dict, default_model: str = DEFAULT_MODEL) -> tuple[str, str, Display]:
     """Model and device pickers and the display toggles; returns (model name, device, Display)."""
     with st.sidebar:
         st.header("Attention Atlas")
         st.caption("Every head, every layer, every decoding step of an encoder–decoder Transformer.")
-        model = state.selectbox("Model", list(models), "model", DEFAULT_MODEL,
+        model = state.selectbox("Model", list(models), "model", default_model,
                                 format_func=lambda name: model_label(name, models[name]))
         hub_id = state.text_input("Or a Hugging Face model (hub id)", "hub_id",
                                   placeholder="Helsinki-NLP/opus-mt-en-de",

@@ -14,7 +14,7 @@ from .backend import (configure_torch, example_statistics, file_stamps, find_mod
                       model_languages, model_ref, translate)
 from .common import Display, escape_md
 from .inputs import input_area, language_picker, show_status, sidebar
-from .settings import (DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
+from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
                        REAL_MODEL_HINT, VIEWS, extra_models, max_concurrent, models_dir, torch_threads)
 from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
 from .views_ablation import ablation_view
@@ -184,12 +184,13 @@ def page() -> None:
     configure_torch(torch_threads())
     state.boot_from_url()
     folder = models_dir()
-    models = {**find_models(str(folder)), **extra_models()}
+    named = extra_models()                             # `attention-atlas MODEL ...`: the first one opens
+    models = {**named, **find_models(str(folder))}
     if not models:
         st.error(f"No model found: {escape_md(str(folder))} has no directory with a config.json. "
                  "Set ATLAS_MODELS_DIR or add a model to pretrained/.")
         return
-    model, device, display = sidebar(models)
+    model, device, display = sidebar(models, next(iter(named), DEFAULT_MODEL))
     path = models.get(model, model)                    # a hub id typed in the sidebar is its own path
     languages = language_picker(path)
     status, share = st.sidebar.container(), st.sidebar.container()

@@ -1,0 +1,1 @@
+"""Helpers for the Attention Atlas Streamlit app (`app.py`): loading, state and the views."""

@@ -1,0 +1,231 @@
+"""Model loading and cached translation. Results are plain, picklable data (`Result`)."""
+from __future__ import annotations
+
+import csv
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import streamlit as st
+import torch
+
+from viz import average_statistics, head_statistics
+
+from .settings import MAX_LOADED_MODELS, TOP_K
+
+
+@dataclass(frozen=True)
+class Result:
+    """Everything the views need from one `Translator.translate` call, without torch objects."""
+    text: str
+    source_tokens: list
+    target_tokens: list
+    output_tokens: list
+    truncated: bool
+    forced: bool
+    attention: dict                 # kind -> float32 (layers, heads, Q, K)
+    source_padding: np.ndarray      # bool (S,)
+    target_causal: np.ndarray       # bool (T, T)
+    positional_encoding: np.ndarray # (max(S, T), d_model)
+    source_embeddings: np.ndarray   # (S, d_model)
+    steps: list                     # [(piece, prob, [(piece, prob), ...])]
+    seconds: float
+    device: str
+    beam: list | None = None        # per step: [(pieces, score, parent, finished), ...] (beam search only)
+    beam_final: tuple | None = None # (step, index) of the returned hypothesis in `beam`
+    head_mask: tuple = ()           # the (kind, layer, head) switched off in this run
+    positional_kind: str = "sinusoidal"      # "sinusoidal", "learned" or "relative_bias" (T5)
+    position_bias: np.ndarray | None = None  # T5: (heads, S, S) encoder relative position bias
+
+    def mean_prob(self) -> float:
+        probs = self.probs()
+        return float(np.mean(probs)) if probs else 1.0
+
+    def axes(self, kind: str) -> tuple[list, list]:
+        """(query tokens, key tokens) of one attention kind, as the API page prescribes."""
+        if kind == "encoder_self":
+            return self.source_tokens, self.source_tokens
+        if kind == "decoder_self":
+            return self.output_tokens, self.target_tokens
+        if kind == "cross":
+            return self.output_tokens, self.source_tokens
+        raise ValueError(f"unknown attention kind {kind!r}")
+
+    def probs(self) -> list:
+        return [prob for _, prob, _ in self.steps]
+
+
+def to_result(out, device: str, head_mask: tuple = ()) -> Result:
+    att = out.attention
+    beam = None if out.beam is None else [[(tuple(h.pieces), float(h.score), h.parent, bool(h.finished))
+                                           for h in step] for step in out.beam]
+    return Result(
+        text=out.text, source_tokens=list(out.source_tokens), target_tokens=list(out.target_tokens),
+        output_tokens=list(out.output_tokens), truncated=bool(out.truncated),
+        forced=bool(getattr(out, "forced", False)),
+        attention={"encoder_self": np.asarray(att.encoder_self), "decoder_self": np.asarray(att.decoder_self),
+                   "cross": np.asarray(att.cross)},
+        source_padding=np.asarray(out.masks.source_padding, dtype=bool),
+        target_causal=np.asarray(out.masks.target_causal, dtype=bool),
+        positional_encoding=np.asarray(out.positional_encoding),
+        source_embeddings=np.asarray(out.source_embeddings),
+        steps=[(s.token, float(s.prob), [(p, float(q)) for p, q in s.top_k]) for s in out.steps],
+        seconds=float(getattr(out, "seconds", 0.0)), device=device, beam=beam,
+        beam_final=None if out.beam_final is None else tuple(out.beam_final), head_mask=tuple(head_mask),
+        positional_kind=str(getattr(out, "positional_kind", "sinusoidal")),
+        position_bias=None if getattr(out, "position_bias", None) is None else np.asarray(out.position_bias))
+
+
+def find_models(folder: str) -> dict:
+    """name -> path of every model directory (one holding config.json) in `folder`."""
+    root = Path(folder)
+    if not root.is_dir():
+        return {}
+    return {p.name: str(p) for p in sorted(root.iterdir()) if (p / "config.json").is_file()}
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the picker needs to know of a model directory before loading it."""
+    hf: bool                  # a Hugging Face directory (config.json has a model_type)
+    model_type: str           # "atlas" for ours
+    source_lang: str
+    target_lang: str
+
+
+def _read_config(path: str) -> dict:
+    try:
+        config = json.loads((Path(path) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return config if isinstance(config, dict) else {}
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def model_info(path: str, stamp=None) -> ModelInfo:
+    """Read once per config.json version (`stamp`), not on every run."""
+    config = _read_config(path)
+    if "model_type" in config:
+        task = next(iter(config.get("task_specific_params") or {}), "")
+        pair = task[len("translation_"):].split("_to_") if task.startswith("translation_") else []
+        source, target = (pair + ["", ""])[:2] if len(pair) == 2 else ("", "")
+        return ModelInfo(True, str(config["model_type"]), source, target)
+    return ModelInfo(False, "atlas", str(config.get("source_lang", "src")), str(config.get("target_lang", "tgt")))
+
+
+def model_languages(path: str) -> tuple[str, str]:
+    info = model_info(path, file_stamps((str(Path(path) / "config.json"),)))
+    return info.source_lang or "src", info.target_lang or "tgt"
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def language_options(path: str) -> tuple[list, str, str]:
+    """(language codes, default source, default target) of a multilingual Hugging Face model;
+    ([], "", "") for a model with one language pair. Reads the tokenizer only."""
+    from transformer.hf.arch import language_codes
+    from transformer.hf.load import load_tokenizer, read_config
+    if not model_info(path).hf or model_info(path).model_type not in ("m2m_100", "mbart"):
+        return [], "", ""
+    tokenizer = load_tokenizer(Path(path), read_config(Path(path)))
+    codes = list(language_codes(tokenizer))
+    return codes, str(getattr(tokenizer, "src_lang", "") or ""), str(getattr(tokenizer, "tgt_lang", "") or "")
+
+
+def file_stamps(paths: tuple) -> tuple:
+    """Modification times, so that a cache keyed on them sees an edited file."""
+    return tuple(Path(p).stat().st_mtime_ns if Path(p).is_file() else None for p in paths)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def load_examples(paths: tuple, fallback: tuple, stamps: tuple = ()) -> list:
+    """Rows of the first readable examples.tsv among `paths` (dicts by column), else `fallback`."""
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8", newline="") as handle:
+                rows = [{k: (v or "").strip() for k, v in row.items() if k}
+                        for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)]
+        except (OSError, UnicodeDecodeError, csv.Error):
+            continue
+        rows = [row for row in rows if any(row.values())]
+        if rows:
+            return rows
+    return [dict(row) for row in fallback]
+
+
+@st.cache_resource(show_spinner=False)
+def configure_torch(threads: int) -> int:
+    """Set torch's thread count once per process (cached per value)."""
+    torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
+@st.cache_resource(show_spinner=False)
+def translation_slots(count: int) -> threading.BoundedSemaphore:
+    """The process-wide cap on translations running at once."""
+    return threading.BoundedSemaphore(count)
+
+
+def available_devices() -> list:
+    return ["cuda", "cpu"] if torch.cuda.is_available() else ["cpu"]
+
+
+def model_ref(path: str, source_lang: str | None = None, target_lang: str | None = None) -> tuple:
+    """The hashable name of a loaded model: its path (or hub id) and the language pair asked for."""
+    return (str(path), source_lang or None, target_lang or None)
+
+
+@st.cache_resource(show_spinner=False, max_entries=MAX_LOADED_MODELS)
+def get_translator(ref, device: str):
+    """One Translator per (model, languages, device) per process; the least recently used one
+    goes when more than MAX_LOADED_MODELS are asked for, so memory stays bounded."""
+    from transformer import Translator
+    path, source_lang, target_lang = ref if isinstance(ref, tuple) else (ref, None, None)
+    if source_lang or target_lang:
+        return Translator.load(path, device=device, source_lang=source_lang, target_lang=target_lang)
+    return Translator.load(path, device=device)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def translate(path: str, device: str, text: str, beam_size: int, target, slots: int,
+              head_mask: tuple = ()) -> Result:
+    """Translate with capture; cached per (model, device, text, beam size, reference, ablated heads).
+
+    `target`: None, a reference text, or a tuple of pieces fed exactly (forced decoding).
+    """
+    translator = get_translator(path, device)
+    semaphore = translation_slots(slots)
+    if not semaphore.acquire(timeout=120):
+        raise TimeoutError("the server is busy translating for others")
+    try:
+        out = translator.translate(text, beam_size=beam_size, capture=True, top_k=TOP_K,
+                                   target=list(target) if isinstance(target, tuple) else target,
+                                   head_mask=set(head_mask) or None)
+    finally:
+        semaphore.release()
+    return to_result(out, str(translator.device), head_mask)
+
+
+def kind_statistics(result: Result) -> dict:
+    """kind -> head statistics of one run (diagonal share only where queries and keys align)."""
+    statistics = {}
+    for kind in result.attention:
+        queries, keys = result.axes(kind)
+        statistics[kind] = head_statistics(result.attention[kind], queries, keys, aligned=kind != "cross")
+    return statistics
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def example_statistics(path: str, device: str, texts: tuple, beam_size: int, slots: int) -> dict:
+    """kind -> head statistics averaged over `texts` (each sentence weighs the same)."""
+    frames: dict = {}
+    for text in texts:
+        try:
+            result = translate(path, device, text, beam_size, None, slots)
+        except ValueError:
+            continue
+        for kind, frame in kind_statistics(result).items():
+            frames.setdefault(kind, []).append(frame)
+    return {kind: average_statistics(parts) for kind, parts in frames.items() if parts}
+

@@ -1,0 +1,103 @@
+"""Small helpers shared by the views: safe text, charts, and the kind/layer/head pickers."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+from viz import PLOTLY_CONFIG, presenter_figure, svg_config
+from viz.heatmaps import visible_positions
+from viz.words import merge_attention
+
+from . import state
+from .settings import KIND_LABELS, KINDS
+
+_MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")     # every ASCII punctuation character
+
+
+@dataclass(frozen=True)
+class Display:
+    hide_special: bool = False
+    show_space: bool = False
+    normalize: bool = False
+    words: bool = False
+    presenter: bool = False
+
+
+def escape_md(text: str, limit: int = 300) -> str:
+    """Text that st.markdown/st.warning show literally (no HTML, Markdown or Streamlit directives)."""
+    text = "".join(ch if ch.isprintable() or ch == " " else "\N{REPLACEMENT CHARACTER}" for ch in str(text))
+    if len(text) > limit:
+        text = text[:limit] + "…"
+    return _MD_SPECIAL.sub(r"\\\1", text)     # CommonMark: a backslash makes punctuation literal
+
+
+def chart(fig, key: str, **kwargs):
+    """Draw a plotly figure with the project's toolbar config and the figure's own colours
+    (readable on light and dark pages alike); larger fonts in presenter mode."""
+    if state.kept("presenter", False):
+        fig = presenter_figure(fig)
+    image_format = state.kept("image_format", "png")
+    config = PLOTLY_CONFIG if image_format == "png" else svg_config()
+    return st.plotly_chart(fig, key=key, config=config, theme=None, width="stretch", **kwargs)
+
+
+def heat_height(rows: int, low: int = 320, high: int = 900) -> int:
+    return int(min(high, max(low, 140 + 24 * rows)))
+
+
+def n_layers(result, kind: str) -> int:
+    return int(result.attention[kind].shape[0])
+
+
+def n_heads(result) -> int:
+    return int(result.attention["encoder_self"].shape[1])
+
+
+def pick_kind(key: str = "kind", kinds=KINDS) -> str:
+    return state.selectbox("Attention", kinds, key, format_func=KIND_LABELS.get,
+                           help="Which attention to show: rows are queries, columns are keys.")
+
+
+def pick_layer(result, kind: str, key: str = "layer", **kwargs) -> int:
+    return state.selectbox("Layer", range(n_layers(result, kind)), key, **kwargs)
+
+
+def pick_head(result, key: str = "head", **kwargs) -> int:
+    return state.selectbox("Head", range(n_heads(result)), key, **kwargs)
+
+
+def pick_cross_head(result, toggle_label: str, toggle_key: str) -> tuple[int, int, bool]:
+    """Layer and head pickers for a decoder view, with a toggle (all or mean of heads) that
+    disables the head picker; returns (layer, head, toggled)."""
+    columns = st.columns(3)
+    with columns[0]:
+        layer = pick_layer(result, "cross")
+    with columns[2]:
+        toggled = state.toggle(toggle_label, toggle_key)
+    with columns[1]:
+        head = pick_head(result, disabled=toggled)
+    return layer, head, toggled
+
+
+def weights_for(result, kind: str, words: bool, hide_special: bool = False):
+    """(weights (layers, heads, Q, K), query tokens, key tokens), pieces merged into words if asked,
+    and `<s>`/`</s>` rows and columns left out if asked (for the tiled views, which draw every cell)."""
+    weights = result.attention[kind]
+    queries, keys = result.axes(kind)
+    if words:
+        weights, queries, keys = merge_attention(weights, queries, keys)
+    weights, queries, keys = np.asarray(weights), list(queries), list(keys)
+    if hide_special:
+        rows = visible_positions(queries, True) or list(range(len(queries)))
+        cols = visible_positions(keys, True) or list(range(len(keys)))
+        weights = weights[..., rows, :][..., cols]
+        queries, keys = [queries[i] for i in rows], [keys[j] for j in cols]
+    return weights, queries, keys
+
+
+def head_title(kind: str, layer: int, head: int | None) -> str:
+    who = "mean of heads" if head is None else f"head {head}"
+    return f"{KIND_LABELS[kind]} · layer {layer} · {who}"

@@ -1,0 +1,161 @@
+"""The sidebar (model, device, display options, status) and the input area."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import streamlit as st
+
+from . import state
+from .backend import available_devices, file_stamps, language_options, model_info, model_languages
+from .common import Display, escape_md
+from .settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS
+
+SPLIT_NAMES = {"val": "val", "test_2016_flickr": "test16"}
+SCORE_ROWS = (("val", "greedy"), ("val", "beam4"), ("test_2016_flickr", "greedy"), ("test_2016_flickr", "beam4"))
+
+
+def sidebar(models: dict, default_model: str = DEFAULT_MODEL) -> tuple[str, str, Display]:
+    """Model and device pickers and the display toggles; returns (model name, device, Display)."""
+    with st.sidebar:
+        st.header("Attention Atlas")
+        st.caption("Every head, every layer, every decoding step of an encoder–decoder Transformer.")
+        model = state.selectbox("Model", list(models), "model", default_model,
+                                format_func=lambda name: model_label(name, models[name]))
+        hub_id = state.text_input("Or a Hugging Face model (hub id)", "hub_id",
+                                  placeholder="Helsinki-NLP/opus-mt-en-de",
+                                  help="Any Marian, NLLB/M2M100, mBART-50, BART or T5 translation model; "
+                                       "downloaded once, so the server must be online.").strip()
+        if hub_id:
+            model = hub_id
+        device = state.selectbox("Device", available_devices(), "device")
+        st.subheader("Display")
+        display = Display(
+            hide_special=state.toggle("Hide special tokens", "hide_special",
+                                      help="Leave `<s>`, `</s>` and `<pad>` out of the heatmap axes."),
+            show_space=state.toggle("Show ▁ as a space", "show_space",
+                                    help="Sentencepiece marks a word start with ▁."),
+            normalize=state.toggle("Normalise each map", "normalize",
+                                   help="Stretch the colour scale to each map's own maximum instead of 0 to 1."),
+            words=state.toggle("Merge pieces into words", "words",
+                               help="Sum attention over a word's key pieces and average over its query pieces."),
+            presenter=state.toggle("Presenter mode", "presenter",
+                                   help="Large type and a clean page for projecting; ← and → step through "
+                                        "the decoding steps."))
+        state.selectbox("Chart camera button saves", ["png", "svg"], "image_format", format_func=str.upper,
+                        help="PNG at 2× for slides, or SVG (vector) for papers.")
+    return model, device, display
+
+
+def model_label(name: str, path: str) -> str:
+    """'en-de (en → de)' for ours, 'opus-mt-en-de (Hugging Face marian)' for theirs."""
+    info = model_info(path, file_stamps((str(Path(path) / "config.json"),)))
+    if info.hf:
+        return f"{name} (Hugging Face {info.model_type})"
+    return "{} ({} → {})".format(name, *model_languages(path))
+
+
+def language_picker(path: str) -> tuple[str | None, str | None]:
+    """Source and target language pickers for a multilingual model (NLLB, M2M100, mBART-50);
+    (None, None) for a model with one language pair."""
+    try:
+        codes, source, target = language_options(path)
+    except (OSError, ValueError, ImportError):
+        return None, None                    # loading the model will say what is wrong
+    if not codes:
+        return None, None
+    with st.sidebar:
+        st.caption("This model translates between many languages: pick the pair.")
+        defaults = [code for code in ("eng_Latn", "en_XX", "__en__", "en") if code in codes]
+        source = state.selectbox("Source language", codes, "source_lang", source or (defaults[0] if defaults else None))
+        targets = [code for code in codes if code != source]
+        german = [code for code in ("deu_Latn", "de_DE", "__de__", "de") if code in targets]
+        target = state.selectbox("Target language", targets, "target_lang",
+                                 target if target in targets else (german[0] if german else None))
+    return source, target
+
+
+def card_scores(card: dict) -> pd.DataFrame:
+    """BLEU/chrF for val and test_2016_flickr × greedy/beam 4; missing values stay empty."""
+    scores = card.get("scores") if isinstance(card, dict) else None
+    scores = scores if isinstance(scores, dict) else {}
+    rows = []
+    for split, decoding in SCORE_ROWS:
+        entry = scores.get(split, {})
+        entry = entry.get(decoding, {}) if isinstance(entry, dict) else {}
+        entry = entry if isinstance(entry, dict) else {}
+        rows.append({"score": f"{SPLIT_NAMES.get(split, split)} {decoding}",
+                     "BLEU": _number(entry.get("bleu")), "chrF": _number(entry.get("chrf"))})
+    return pd.DataFrame(rows)
+
+
+def _number(value):
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def show_status(box, translator, result, figure_seconds: float | None) -> None:
+    with box:
+        st.subheader("Status")
+        device = str(translator.device)
+        st.text(f"Device: {'GPU' if device.startswith('cuda') else 'CPU'} ({device})")
+        if result is not None:
+            st.text(f"Translation run: {result.seconds:.2f} s")
+        if figure_seconds is not None:
+            st.text(f"Figures: {figure_seconds:.2f} s")
+        card = translator.card if isinstance(translator.card, dict) else {}
+        data = card.get("data") if isinstance(card.get("data"), dict) else {}
+        if "multi30k" in str(data.get("dataset", "")).lower():
+            st.caption("Trained on Multi30k image captions only: it translates sentences that describe a "
+                       "scene. Other text comes out garbled; open a real model for that.")
+        elif card.get("family"):
+            st.caption("Hugging Face model · " + escape_md(str(card.get("architecture") or card["family"]), 80)
+                       + " · positions: " + escape_md(str(card.get("positional_kind", "?")), 40))
+        st.caption("Model card: " + escape_md(str(card.get("name", "unnamed model")), 80)
+                   + " · val and test_2016_flickr (test16), greedy and beam 4")
+        table = card_scores(card)
+        if table[["BLEU", "chrF"]].notna().any().any():
+            st.dataframe(table, hide_index=True, key="card_scores", column_config={
+                "BLEU": st.column_config.NumberColumn(format="%.1f"),
+                "chrF": st.column_config.NumberColumn(format="%.1f")})
+        else:
+            st.caption("The model card has no scores.")
+
+
+def _use_example(examples: list, source_key: str) -> None:
+    index = st.session_state.get("example")
+    if index is not None and 0 <= index < len(examples):
+        state.put("text", examples[index].get(source_key, ""))
+        state.put("reference", "")
+
+
+def _example_label(row: dict, source_key: str) -> str:
+    text = row.get(source_key, "")
+    text = text if len(text) <= 70 else text[:69] + "…"
+    return f"{text} — {row['shows']}" if row.get("shows") else text
+
+
+def input_area(examples: list, source_lang: str, target_lang: str) -> tuple[str, str, int]:
+    """Text, reference and decoding; returns (text, reference, beam size)."""
+    left, right = st.columns([3, 2])
+    with right:
+        st.selectbox("Example", range(len(examples)), index=None, key="example",
+                     placeholder="Pick an example sentence…",
+                     format_func=lambda i: _example_label(examples[i], source_lang),
+                     on_change=_use_example, args=(examples, source_lang))
+        columns = st.columns([3, 2])
+        with columns[0]:
+            decoding = state.radio("Decoding", ["Greedy", "Beam search"], "decoding", horizontal=True)
+        with columns[1]:
+            beam = state.selectbox("Beam size", range(2, MAX_BEAM + 1), "beam_size", 4,
+                                   disabled=decoding == "Greedy")
+        st.button("Translate", key="translate", type="primary")
+    with left:
+        default = examples[0].get(source_lang, "") if examples else ""
+        text = state.text_area(f"Source sentence ({source_lang})", "text", default, height=96,
+                               placeholder="Type or paste a sentence…",
+                               help=f"Up to {MAX_CHARS} characters. Press Ctrl+Enter or Translate.")
+        reference = state.text_input(f"Reference translation ({target_lang}, optional)", "reference",
+                                     placeholder="Leave empty to let the model decode",
+                                     help="With a reference the model is fed it (forced decoding), so you "
+                                          "see the attention and probabilities for that translation.")
+    return text, reference, (1 if decoding == "Greedy" else beam)

@@ -1,0 +1,247 @@
+"""The app's top level: load, translate, pick a view, and turn every failure into a short message."""
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+
+import streamlit as st
+
+from viz import token_probability_html
+
+from . import state
+from .backend import (configure_torch, example_statistics, file_stamps, find_models, get_translator, load_examples,
+                      model_languages, model_ref, translate)
+from .common import Display, escape_md
+from .inputs import input_area, language_picker, show_status, sidebar
+from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
+                       REAL_MODEL_HINT, VIEWS, extra_models, max_concurrent, models_dir, torch_threads)
+from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
+from .views_ablation import ablation_view
+from .views_analysis import beam_view, rollout_view, stats_view
+from .views_attention import compare_view, grid_view, heatmap_view, overview_view
+from .views_model import masks_view, pe_view, steps_view
+
+LOG = logging.getLogger("atlas_ui")
+COMPACT_CSS = "<style>[data-testid='stMainBlockContainer']{padding-top:2.5rem;padding-bottom:2rem}</style>"
+EMPTY_PROMPT = "Type a sentence above, or pick an example, to see its attention."
+
+
+def guarded(render, *args):
+    """Run one part of the page; a failure becomes a short message instead of a traceback.
+
+    Returns what `render` returned, or None after a failure."""
+    try:
+        return render(*args)
+    except ValueError as exc:
+        st.warning("That did not work: " + escape_md(str(exc), 200))
+    except Exception as exc:  # noqa: BLE001 - the page must never show a traceback
+        LOG.exception("Attention Atlas: unexpected error")
+        st.error(f"Something went wrong ({type(exc).__name__}). Try another sentence or reload the page.")
+    return None
+
+
+def run_translation(translator_path: str, device: str, text: str, reference: str, beam: int, limit: int):
+    """Translate the input with notices for long text; returns a Result or None (message shown)."""
+    if len(text) > MAX_CHARS:
+        st.warning(f"The text is longer than {MAX_CHARS} characters; only the first {MAX_CHARS} are used.")
+        text = text[:MAX_CHARS]
+    if not text.strip():
+        st.info(EMPTY_PROMPT)
+        return None
+    target = reference if reference.strip() else None
+    try:
+        with st.spinner("Translating…"):
+            result = translate(translator_path, device, text, 1 if target else beam, target, max_concurrent())
+    except ValueError as exc:
+        if "empty" in str(exc) or "no pieces" in str(exc):
+            st.info("There is nothing the model can read in that text. " + EMPTY_PROMPT)
+        else:
+            st.warning("Could not translate: " + escape_md(str(exc), 200))
+        return None
+    if result.truncated:
+        st.warning(f"The sentence is longer than the model's {limit} pieces; only the start was translated "
+                   "(the heatmaps show the part that was used).")
+    return result
+
+
+def show_translation(result, target_lang: str, display: Display) -> None:
+    """The translation in a keyed container (class st-key-translation), so the page can be read
+    by what it shows rather than by position."""
+    title = f"Translation ({target_lang})" + (", forced to the reference" if result.forced else "")
+    with st.container(key="translation"):
+        st.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: darker = less sure.")
+        st.code(result.text or " ", language=None, wrap_lines=True)
+        st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space),
+                    unsafe_allow_html=True)
+        st.caption("Each output piece is shaded by the probability the model gave it; hover for the value.")
+
+
+def translate_plain(path: str, device: str, beam: int, text: str):
+    """A second sentence with the same model and decoding, no reference (Masks and Compare views)."""
+    with st.spinner("Translating the other sentence…"):
+        return translate(path, device, text[:MAX_CHARS], beam, None, max_concurrent())
+
+
+def batch_sentences(examples: list, source_key: str, current: str, count: int = 2) -> list:
+    others = [row[source_key] for row in examples if row.get(source_key) and row[source_key] != current]
+    fallback = [row["en"] for row in FALLBACK_EXAMPLES if row["en"] != current]
+    return (others + fallback)[:count]
+
+
+def run_variant(path: str, device: str, text: str, beam: int, reference: str, head_mask: tuple = (),
+                pieces: tuple | None = None):
+    """This sentence again: with heads switched off, and/or forced through the given pieces."""
+    target = pieces if pieces is not None else (reference if reference.strip() else None)
+    return translate(path, device, text[:MAX_CHARS], 1 if target else beam, target, max_concurrent(),
+                     tuple(head_mask))
+
+
+def examples_statistics(path: str, device: str, beam: int, texts: tuple) -> dict:
+    return example_statistics(path, device, texts, beam, max_concurrent())
+
+
+def render_view(view: str, result, display: Display, context: dict):
+    """Draw one view; returns its main figure (for the HTML download) or None."""
+    examples, source_key, text = context["examples"], context["source_key"], context["text"]
+    translate_other, variant = context["translate_other"], context["variant"]
+    if view == "Heatmap":
+        return heatmap_view(result, display)
+    if view == "Layer grid":
+        return grid_view(result, display)
+    if view == "Overview":
+        return overview_view(result, display)
+    if view == "Decoding steps":
+        return steps_view(result, display)
+    if view == "Beam":
+        return beam_view(result, display, variant)
+    if view == "Head summary":
+        texts = tuple(row[source_key] for row in examples if row.get(source_key))
+        return stats_view(result, display, partial(context["example_stats"], texts), len(texts))
+    if view == "Rollout":
+        return rollout_view(result, display)
+    if view == "Ablation":
+        return ablation_view(result, display, variant)
+    if view == "Masks":
+        sentences = batch_sentences(examples, source_key, text)
+        batch = [("this sentence", result)] + [(f"example {i + 1}", translate_other(sentence))
+                                               for i, sentence in enumerate(sentences)]
+        return masks_view(result, batch, sentences)
+    if view == "Positional encodings":
+        return pe_view(result)
+    if view == "Compare":
+        return compare_view(result, display, translate_other, examples, source_key)
+    return None
+
+
+def examples_for(folder, source_lang: str, target_lang: str) -> list:
+    """Example rows that have the model's source language, else the built-in sentences."""
+    paths = (str(folder / EXAMPLES_FILE), str(DEFAULT_MODELS_DIR / EXAMPLES_FILE))
+    rows = load_examples(paths, FALLBACK_EXAMPLES, file_stamps(paths))
+    rows = [row for row in rows if row.get(source_lang)]
+    return rows or [{source_lang: row["en"], target_lang: "", "shows": row["shows"]} for row in FALLBACK_EXAMPLES]
+
+
+def follow_example_language(examples: list, source_lang: str) -> None:
+    """After a switch to a model with another source language, an example sentence in the old
+    language becomes the same example in the new one (typed text is left alone)."""
+    text = state.kept("text")
+    for row in examples:
+        if text and text != row.get(source_lang) and text in row.values() and row.get(source_lang):
+            state.put("text", row[source_lang])
+            state.put("reference", "")
+            return
+
+
+def load_translator(ref: tuple, device: str, name: str):
+    """The cached Translator, or None after a short error naming what is wrong."""
+    try:
+        with st.status(f"Loading the model {escape_md(name, 80)}…", expanded=False) as box:
+            translator = get_translator(ref, device)
+            box.update(label=f"Model {escape_md(name, 80)} loaded", state="complete")
+            return translator
+    except (OSError, ValueError, RuntimeError, ImportError) as exc:
+        LOG.warning("could not load %s: %s", ref[0], exc)
+        st.error(f"Could not load the model {escape_md(name, 80)}: {escape_md(str(exc), 300)}")
+        return None
+
+
+def model_note(translator, result) -> None:
+    """Honest about our own models: what they were trained on, and when a sentence is probably
+    outside it (a low mean piece probability; measured thresholds in settings.LOW_CONFIDENCE)."""
+    card = translator.card if isinstance(translator.card, dict) else {}
+    data = card.get("data") if isinstance(card.get("data"), dict) else {}
+    if "multi30k" not in str(data.get("dataset", "")).lower():
+        return
+    if result is not None and result.mean_prob() < LOW_CONFIDENCE:
+        st.info(f"The model gave its pieces a mean probability of {result.mean_prob():.2f}: this sentence is "
+                "probably outside what it knows. It was trained on Multi30k image captions only (describe a "
+                "scene: people, animals, places). For any other text open a real model, e.g. "
+                f"{REAL_MODEL_HINT} (Model → Hugging Face hub id, online).")
+
+
+def page() -> None:
+    configure_torch(torch_threads())
+    state.boot_from_url()
+    folder = models_dir()
+    named = extra_models()                             # `attention-atlas MODEL ...`: the first one opens
+    models = {**named, **find_models(str(folder))}
+    if not models:
+        st.error(f"No model found: {escape_md(str(folder))} has no directory with a config.json. "
+                 "Set ATLAS_MODELS_DIR or add a model to pretrained/.")
+        return
+    model, device, display = sidebar(models, next(iter(named), DEFAULT_MODEL))
+    path = models.get(model, model)                    # a hub id typed in the sidebar is its own path
+    languages = language_picker(path)
+    status, share = st.sidebar.container(), st.sidebar.container()
+    ref = model_ref(path, *languages)
+    translator = load_translator(ref, device, model)
+    source_lang, target_lang = model_languages(path) if translator is None else (
+        translator.source_lang or "src", translator.target_lang or "tgt")
+    examples = examples_for(folder, source_lang, target_lang)
+    st.markdown(COMPACT_CSS, unsafe_allow_html=True)      # constants, no user text
+    if display.presenter:
+        st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
+        st.button("Leave presenter mode", key="presenter_exit", on_click=state.put, args=("presenter", False))
+    follow_example_language(examples, source_lang)
+    with st.expander("Sentence and decoding", expanded=False) if display.presenter else st.container():
+        text, reference, beam = input_area(examples, source_lang, target_lang)
+    view = state.kept("view", VIEWS[0])
+    path = ref
+    try:
+        if translator is None:
+            return
+        result = run_translation(path, device, text, reference, beam, translator.config.max_source_len)
+        figure_seconds = None
+        if result is not None:
+            show_translation(result, target_lang, display)
+            model_note(translator, result)
+            view = state.radio("View", VIEWS, "view", horizontal=True, label_visibility="collapsed")
+            context = dict(examples=examples, source_key=source_lang, text=text,
+                           translate_other=partial(translate_plain, path, device, beam),
+                           variant=partial(run_variant, path, device, text, beam, reference),
+                           example_stats=partial(examples_statistics, path, device, beam))
+            started = time.perf_counter()
+            figure = guarded(render_view, view, result, display, context)
+            figure_seconds = time.perf_counter() - started
+            with st.expander("Export", expanded=False):
+                meta = {"model": model, "source_lang": source_lang, "target_lang": target_lang,
+                        "beam_size": beam, "forced": result.forced, "text": text[:MAX_CHARS],
+                        "truncated": result.truncated, "device": result.device}
+                guarded(export_buttons, result, figure, meta, file_stem(text))
+        show_status(status, translator, result, figure_seconds)
+    finally:
+        params = {"model": model, "view": view, "kind": state.kept("kind"), "layer": state.kept("layer"),
+                  "head": state.kept("head"), "step": state.kept("step"), "sentence": text[:MAX_CHARS],
+                  "ref": reference, "beam": beam if beam > 1 else None,
+                  "words": 1 if display.words else None, "present": 1 if display.presenter else None,
+                  "ablate": state.format_heads(state.ablated_heads()) or None}
+        state.write_url(params)
+        guarded(share_box, share, params)
+
+
+def run() -> None:
+    presenting = st.query_params.get("present") == "1"
+    st.set_page_config(page_title="Attention Atlas", layout="wide",
+                       initial_sidebar_state="collapsed" if presenting else "expanded")
+    guarded(page)

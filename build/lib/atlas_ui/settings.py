@@ -1,0 +1,66 @@
+"""Constants and environment-driven settings of the app (no Streamlit state here)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_MODELS_DIR = ROOT / "pretrained"
+DEFAULT_MODEL = "en-de"
+EXAMPLES_FILE = "examples.tsv"
+MAX_CHARS = 1000            # longest input the app accepts, in characters
+TOP_K = 10                  # candidates kept per decoding step
+MAX_BEAM = 8
+MAX_COMPARE_HEADS = 4
+MAX_LOADED_MODELS = 3       # models kept in memory per process (least recently used goes)
+LOW_CONFIDENCE = 0.35       # mean piece probability under which a translation gets the "outside" note
+REAL_MODEL_HINT = "Helsinki-NLP/opus-mt-en-de"
+
+FALLBACK_EXAMPLES = (
+    {"en": "A man is riding a bike.", "de": "Ein Mann fährt Fahrrad.", "shows": "built-in example"},
+    {"en": "Two dogs play in the snow.", "de": "Zwei Hunde spielen im Schnee.", "shows": "built-in example"},
+    {"en": "A little girl in a red dress is climbing the stairs.",
+     "de": "Ein kleines Mädchen in einem roten Kleid klettert die Treppe hinauf.", "shows": "built-in example"},
+)
+
+KINDS = ("encoder_self", "decoder_self", "cross")
+KIND_LABELS = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention",
+               "cross": "Cross-attention"}
+VIEWS = ("Heatmap", "Layer grid", "Overview", "Decoding steps", "Beam", "Head summary", "Rollout", "Ablation",
+         "Compare", "Masks", "Positional encodings")
+
+
+def models_dir(environ=os.environ) -> Path:
+    """The folder holding model directories: $ATLAS_MODELS_DIR, else <repo>/pretrained."""
+    value = environ.get("ATLAS_MODELS_DIR", "").strip()
+    return Path(value).expanduser() if value else DEFAULT_MODELS_DIR
+
+
+def _positive_int(environ, name: str, default: int) -> int:
+    try:
+        value = int(environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+def torch_threads(environ=os.environ) -> int:
+    """Torch threads per process: $ATLAS_TORCH_THREADS, else min(4, cpu count)."""
+    return _positive_int(environ, "ATLAS_TORCH_THREADS", min(4, os.cpu_count() or 1))
+
+
+def max_concurrent(environ=os.environ) -> int:
+    """Translations allowed to run at once in this process: $ATLAS_MAX_CONCURRENT, else 2."""
+    return _positive_int(environ, "ATLAS_MAX_CONCURRENT", 2)
+
+
+def extra_models(environ=os.environ) -> dict:
+    """name -> path or hub id of the models named on the command line (`attention-atlas MODEL ...`
+    passes them in $ATLAS_MODELS, separated by os.pathsep)."""
+    models = {}
+    for item in environ.get("ATLAS_MODELS", "").split(os.pathsep):
+        item = item.strip()
+        if item:
+            path = Path(item).expanduser()
+            models[path.name if path.is_dir() else item] = str(path) if path.is_dir() else item
+    return models

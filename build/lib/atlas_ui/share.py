@@ -1,0 +1,69 @@
+"""Share links, downloads and presenter mode: what lets a view leave the browser tab."""
+from __future__ import annotations
+
+import re
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from viz import figure_html, trace_json, trace_npz, trace_payload
+
+# Constants only (no user text): larger type, no Streamlit header or toolbar, wider page.
+PRESENTER_CSS = """<style>
+html { font-size: 20px; }
+[data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"] { display: none; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
+[data-testid="stMarkdownContainer"] .aa-tokens { font-size: 1.4rem; }
+</style>"""
+
+
+def share_url(base: str | None, params: dict) -> str:
+    """The page's address with the view in its query string (relative when the base is unknown)."""
+    query = urlencode({name: str(value) for name, value in params.items() if value not in (None, "")})
+    return f"{base or ''}?{query}" if query else (base or "?")
+
+
+def share_box(box, params: dict) -> None:
+    """The link to this exact view; st.code gives it a copy button."""
+    with box, st.container(key="share_link"):
+        st.subheader("Share")
+        st.code(share_url(st.context.url, params), language=None, wrap_lines=True)
+        st.caption("Copy this link (the button at the right of the box) to open exactly this view: "
+                   "model, sentence, decoding, view, attention kind, layer, head and step.")
+
+
+def file_stem(text: str) -> str:
+    """A safe file name from the sentence: letters, digits and dashes, at most 40 characters."""
+    stem = re.sub(r"[^0-9A-Za-z]+", "-", text).strip("-")[:40].strip("-")
+    return f"attention-atlas-{stem or 'sentence'}"
+
+
+def result_payload(result, meta: dict) -> dict:
+    return trace_payload(
+        source_tokens=result.source_tokens, target_tokens=result.target_tokens,
+        output_tokens=result.output_tokens, attention=result.attention, step_probs=result.probs(),
+        source_padding=result.source_padding, target_causal=result.target_causal,
+        positional_encoding=result.positional_encoding, source_embeddings=result.source_embeddings,
+        meta=meta)
+
+
+def export_buttons(result, figure, meta: dict, stem: str) -> None:
+    """Downloads of the whole trace (JSON, NPZ) and of this view's figure (standalone HTML).
+
+    The files are built only when a button is clicked (callable data), not on every rerun.
+    """
+    columns = st.columns(3)
+    columns[0].download_button("Trace (JSON)", data=lambda: trace_json(result_payload(result, meta)),
+                               file_name=f"{stem}.json", mime="application/json", key="export_json",
+                               on_click="ignore", help="Every head's weights, tokens, masks, probabilities "
+                                                       "and a schema note.")
+    columns[1].download_button("Trace (NPZ)", data=lambda: trace_npz(result_payload(result, meta)),
+                               file_name=f"{stem}.npz", mime="application/octet-stream", key="export_npz",
+                               on_click="ignore", help="The same as numpy arrays: np.load(path) works "
+                                                       "without allow_pickle.")
+    if figure is not None:
+        columns[2].download_button("This figure (HTML)", data=lambda: figure_html(figure),
+                                   file_name=f"{stem}-figure.html", mime="text/html", key="export_html",
+                                   on_click="ignore", help="A standalone page with plotly.js inside; "
+                                                           "works offline. The camera icon on every chart "
+                                                           "saves a PNG.")

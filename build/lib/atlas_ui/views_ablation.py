@@ -1,0 +1,86 @@
+"""Ablation: switch heads off, re-translate, and compare with the original run step by step."""
+from __future__ import annotations
+
+import streamlit as st
+
+from viz.ablation import changed_count, diff_html, probability_change_figure, probability_change_table
+
+from . import state
+from .common import chart, escape_md, n_heads, n_layers
+from .settings import KIND_LABELS, KINDS
+
+
+def _layer_key(kind: str, layer: int) -> str:
+    return f"{state.ABLATE_PREFIX}{kind}_{layer}"
+
+
+def _toggle_layer(kind: str, layer: int, heads: int) -> None:
+    """The "whole layer" shortcut: tick every head of the layer, or untick them all if all are ticked."""
+    key = _layer_key(kind, layer)
+    everything = list(range(heads))
+    state.put(key, [] if sorted(state.kept(key, []) or []) == everything else everything)
+
+
+def _clear_all(keys: list) -> None:
+    for key in keys:
+        state.put(key, [])
+
+
+def head_picker(result) -> list:
+    """Pills per (kind, layer) to tick heads off; returns the sorted (kind, layer, head) set."""
+    heads = n_heads(result)
+    keys = []
+    for column, kind in zip(st.columns(len(KINDS)), KINDS):
+        with column:
+            st.markdown(f"**{KIND_LABELS[kind]}**")
+            for layer in range(n_layers(result, kind)):
+                key = _layer_key(kind, layer)
+                keys.append(key)
+                state.pills(f"Layer {layer}: heads", range(heads), key, format_func=str)
+                st.button(f"Whole layer {layer}", key=f"ablate_all_{kind}_{layer}", type="tertiary",
+                          on_click=_toggle_layer, args=(kind, layer, heads),
+                          help="Tick every head of this layer (again: untick them all).")
+    st.button("Switch every head back on", key="ablate_clear", on_click=_clear_all, args=(keys,))
+    return sorted((kind, layer, head) for kind in KINDS for layer in range(n_layers(result, kind))
+                  for head in state.kept(_layer_key(kind, layer), []) or [])
+
+
+def ablation_view(result, display, run_variant):
+    """`run_variant(head_mask=(), pieces=None)` re-runs this sentence (pieces: forced output)."""
+    st.caption("Tick heads to switch them off: that head's output is zeroed before the layer's output "
+               "projection. The sentence is translated again with the same decoding, and the original "
+               "output is forced through the ablated model to show how each piece's probability changed.")
+    mask = tuple(head_picker(result))
+    if not mask:
+        st.info("No head is switched off yet. Tick one or more heads above.")
+        return None
+    ablated = run_variant(head_mask=mask)
+    old, new = result.output_tokens, ablated.output_tokens
+    changed = max(changed_count(old, new), changed_count(new, old))
+    st.markdown(f"**{len(mask)} head{'s' if len(mask) != 1 else ''} off** · "
+                + ("the translation did not change" if old == new
+                   else f"{changed} piece{'s' if changed != 1 else ''} changed"))
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Original**")
+        st.code(result.text or " ", language=None, wrap_lines=True)
+        st.markdown(diff_html(old, new, side="old", show_space=display.show_space), unsafe_allow_html=True)
+    with right:
+        st.markdown("**With the heads switched off**")
+        st.code(ablated.text or " ", language=None, wrap_lines=True)
+        st.markdown(diff_html(old, new, side="new", show_space=display.show_space), unsafe_allow_html=True)
+
+    # Both runs forced through the same pieces, so step t means the same thing on both sides.
+    base = run_variant(pieces=tuple(old))
+    forced = run_variant(head_mask=mask, pieces=tuple(old))
+    before, after = base.probs(), forced.probs()
+    fig = probability_change_figure(old, before, after, show_space=display.show_space,
+                                    title="Probability of each original piece, original vs heads off")
+    chart(fig, "ablation_probs")
+    table = probability_change_table(old, before, after)
+    worst = table.loc[table["change"].idxmin()]
+    st.caption(f"Largest drop: step {int(worst['step'])} ({escape_md(worst['piece'], 40)}), "
+               f"{worst['original']:.3f} → {worst['ablated']:.3f}.")
+    st.dataframe(table, hide_index=True, key="ablation_table", column_config={
+        name: st.column_config.NumberColumn(format="%.4f") for name in ("original", "ablated", "change")})
+    return fig

@@ -1,0 +1,8 @@
+"""Attention Atlas model package: a from-scratch encoder-decoder Transformer with capture."""
+from .capture import AttentionTrace, Masks, capture
+from .config import ModelConfig
+from .model import Transformer
+from .translator import Step, Translation, Translator
+
+__all__ = ["Translator", "Translation", "Step", "AttentionTrace", "Masks", "ModelConfig", "Transformer",
+           "capture"]

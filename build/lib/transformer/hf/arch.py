@@ -1,0 +1,190 @@
+"""What differs between the supported Hugging Face families, in one place.
+
+Everything else (capture, ablation, decoding) is written once against `Site`s: the
+attention modules and their output projections, found here by family.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+
+# model_type -> (positional kind, norm_first). m2m_100 covers NLLB (dense); mbart covers mBART-50.
+FAMILIES = {
+    "marian": ("sinusoidal", False),
+    "m2m_100": ("sinusoidal", True),
+    "mbart": ("learned", True),
+    "bart": ("learned", False),
+    "t5": ("relative_bias", True),
+}
+SUPPORTED = tuple(FAMILIES)
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "ro": "Romanian"}   # T5 task prefixes
+
+
+@dataclass
+class HFModelConfig:
+    """The same field names as our ModelConfig, read from the Hugging Face config."""
+    model_type: str
+    vocab_size: int
+    d_model: int
+    n_heads: int
+    n_encoder_layers: int
+    n_decoder_layers: int
+    d_ff: int
+    max_source_len: int            # pieces the encoder takes, specials included
+    max_target_len: int            # output pieces the decoder may produce
+    norm_first: bool               # pre-LN (mBART, M2M100/NLLB, T5) or post-LN (Marian, BART)
+    d_head: int
+    positional_kind: str           # "sinusoidal" | "learned" | "relative_bias" (T5: nothing is added)
+    source_lang: str = ""
+    target_lang: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Site:
+    """One attention module: where its weights come out and where its heads are gated."""
+    kind: str                      # "encoder_self" | "decoder_self" | "cross"
+    layer: int
+    attention: nn.Module           # forward returns (..., weights (B, H, Tq, Tk)) under eager attention
+    out_proj: nn.Linear            # its input is (B, Tq, H * d_head), head-major
+    n_heads: int
+    d_head: int
+
+
+def hf_config(config, tokenizer_max: int | None) -> HFModelConfig:
+    family = config.model_type
+    kind, norm_first = FAMILIES[family]
+    if family == "t5":
+        heads, d_head = config.num_heads, config.d_kv
+        enc, dec, d_ff = config.num_layers, config.num_decoder_layers, config.d_ff
+        positions = getattr(config, "n_positions", None) or 512     # relative: a convention, not a table
+    else:
+        heads, dec_heads = config.encoder_attention_heads, config.decoder_attention_heads
+        if heads != dec_heads:
+            raise ValueError(f"{family}: encoder and decoder head counts differ ({heads} vs {dec_heads}); "
+                             "the atlas shows one head count per model")
+        d_head = config.d_model // heads
+        enc, dec, d_ff = config.encoder_layers, config.decoder_layers, config.encoder_ffn_dim
+        positions = config.max_position_embeddings
+    max_source = min(positions, tokenizer_max) if tokenizer_max and tokenizer_max < 10**6 else positions
+    return HFModelConfig(model_type=family, vocab_size=config.vocab_size, d_model=config.d_model, n_heads=heads,
+                         n_encoder_layers=enc, n_decoder_layers=dec, d_ff=d_ff, max_source_len=max_source,
+                         max_target_len=positions, norm_first=norm_first, d_head=d_head, positional_kind=kind)
+
+
+def attention_sites(model) -> list[Site]:
+    """Every attention module in (kind, layer) order, for BART-like stacks and for T5."""
+    encoder, decoder, sites = model.get_encoder(), model.get_decoder(), []
+    if model.config.model_type == "t5":
+        for i, block in enumerate(encoder.block):
+            sites.append(_site("encoder_self", i, block.layer[0].SelfAttention))
+        for i, block in enumerate(decoder.block):
+            sites.append(_site("decoder_self", i, block.layer[0].SelfAttention))
+            sites.append(_site("cross", i, block.layer[1].EncDecAttention))
+        return sites
+    for i, layer in enumerate(encoder.layers):
+        sites.append(_site("encoder_self", i, layer.self_attn))
+    for i, layer in enumerate(decoder.layers):
+        sites.append(_site("decoder_self", i, layer.self_attn))
+        sites.append(_site("cross", i, layer.encoder_attn))
+    return sites
+
+
+def _site(kind: str, layer: int, attention: nn.Module) -> Site:
+    if hasattr(attention, "o"):                                   # T5Attention
+        return Site(kind, layer, attention, attention.o, attention.n_heads, attention.key_value_proj_dim)
+    return Site(kind, layer, attention, attention.out_proj, attention.num_heads, attention.head_dim)
+
+
+def token_embeddings(stack, ids: torch.Tensor) -> torch.Tensor:
+    """(B, S, D): token embeddings times the model's embed_scale, before positions are added."""
+    x = stack.embed_tokens(ids)
+    if not hasattr(stack.embed_tokens, "embed_scale"):           # Marian scales in the stack, others in the module
+        x = x * getattr(stack, "embed_scale", 1.0)
+    return x
+
+
+def position_table(stack, family: str, n: int, d_model: int) -> torch.Tensor:
+    """(n, D): what the stack adds at positions 0..n-1 of an unpadded sequence. Zeros for T5."""
+    if family == "t5":
+        return torch.zeros(n, d_model)
+    device = next(stack.parameters()).device
+    if family == "marian":
+        table = stack.embed_positions((1, n))
+    elif family == "m2m_100":                 # positions count non-pad ids from padding_idx + 1
+        dummy = torch.full((1, n), stack.padding_idx + 1, dtype=torch.long, device=device)
+        table = stack.embed_positions(dummy)
+    else:                                     # learned BART / mBART tables, offset 2 inside the module
+        table = stack.embed_positions(torch.zeros(1, n, dtype=torch.long, device=device))
+    return table.reshape(-1, n, d_model)[0]
+
+
+def relative_bias(stack, n: int) -> torch.Tensor:
+    """T5: (H, n, n) relative-position bias that block 0 adds to every layer's scores."""
+    return stack.block[0].layer[0].SelfAttention.compute_bias(n, n)[0]
+
+
+# ---- languages --------------------------------------------------------------------------------
+@dataclass
+class Languages:
+    source: str
+    target: str
+    prefix: str = ""                          # text put before the source (T5 task, Marian >>xx<<)
+    overrides: dict = field(default_factory=dict)   # generation settings, e.g. forced_bos_token_id
+
+
+_CODE = re.compile(r"^(__[a-z]{2,3}__|[a-z]{3}_[A-Z][a-z]{3}|[a-z]{2}_[A-Z]{2})$")
+
+
+def language_codes(tokenizer) -> list[str]:
+    """The language-code tokens a multilingual tokenizer knows (M2M100 __de__, NLLB deu_Latn, mBART de_DE)."""
+    if hasattr(tokenizer, "lang_code_to_id"):
+        return sorted(tokenizer.lang_code_to_id)
+    return sorted(t for t in tokenizer.get_vocab() if _CODE.match(t))
+
+
+def _code_id(tokenizer, code: str, what: str, name: str) -> int:
+    if hasattr(tokenizer, "get_lang_id") and hasattr(tokenizer, "lang_code_to_id"):   # M2M100: "de" -> __de__
+        if code in tokenizer.lang_code_to_id:
+            return tokenizer.get_lang_id(code)
+    elif code in tokenizer.get_vocab() and _CODE.match(code):
+        return tokenizer.convert_tokens_to_ids(code)
+    codes = language_codes(tokenizer)
+    raise ValueError(f"{name}: {what}={code!r} is not a language code of this model; it knows "
+                     f"{len(codes)}, e.g. {codes[:12]}")
+
+
+def languages(family: str, config, tokenizer, source: str | None, target: str | None, name: str) -> Languages:
+    """Choose language codes per family and set the tokenizer's once (it is per translator)."""
+    if family in ("m2m_100", "mbart") and language_codes(tokenizer):
+        source = source or getattr(tokenizer, "src_lang", None)
+        target = target or getattr(tokenizer, "tgt_lang", None)
+        if not source or not target:
+            raise ValueError(f"{name}: a multilingual model needs source_lang= and target_lang=, "
+                             f"e.g. {language_codes(tokenizer)[:12]}")
+        _code_id(tokenizer, source, "source_lang", name)
+        target_id = _code_id(tokenizer, target, "target_lang", name)
+        tokenizer.src_lang, tokenizer.tgt_lang = source, target
+        return Languages(source, target, overrides={"forced_bos_token_id": target_id})
+    if family == "marian":
+        source = source or getattr(tokenizer, "source_lang", None) or ""
+        target = target or getattr(tokenizer, "target_lang", None) or ""
+        codes = [t for t in tokenizer.get_vocab() if re.match(r"^>>\w+<<$", t)]
+        if codes and f">>{target}<<" not in codes:
+            raise ValueError(f"{name}: this Marian model writes several languages; pass target_lang= "
+                             f"one of {sorted(c[2:-2] for c in codes)[:12]}")
+        return Languages(source, target, prefix=f">>{target}<< " if codes else "")
+    if family == "t5" and (source or target):
+        task = f"translation_{source}_to_{target}"
+        params = (getattr(config, "task_specific_params", None) or {}).get(task, {})
+        prefix = params.get("prefix")
+        if prefix is None:
+            if source not in LANGUAGE_NAMES or target not in LANGUAGE_NAMES:
+                raise ValueError(f"{name}: no T5 task prefix for {source!r} -> {target!r}; known: "
+                                 f"{sorted(LANGUAGE_NAMES)}")
+            prefix = f"translate {LANGUAGE_NAMES[source]} to {LANGUAGE_NAMES[target]}: "
+        return Languages(source, target, prefix=prefix)
+    return Languages(source or "", target or "")

@@ -1,0 +1,58 @@
+"""Capture and ablation for Hugging Face models, with hooks registered once at load.
+
+Two hooks per attention module, both reading per-call state from ContextVars (never from
+the model), so concurrent calls in different threads cannot see each other:
+- a forward hook hands the eager attention weights (B, H, Tq, Tk) to the recorder of
+  `transformer.capture` that the current call installed, if any;
+- a forward pre-hook on the output projection multiplies each head's slice of
+  softmax(QK^T)V by that call's gate (0 = switched off), before the projection and its bias.
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+from functools import partial
+
+import torch
+
+from ..capture import _current_recorder
+from .arch import Site
+
+_current_gates: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
+    "attention_atlas_hf_gates", default=None)
+
+
+def _record(kind: str, layer: int, module, args, output) -> None:
+    recorder = _current_recorder.get()
+    if recorder is not None and output[-1] is not None:
+        recorder.record(kind, layer, output[-1])                  # (B, H, Tq, Tk)
+
+
+def _gate(kind: str, layer: int, n_heads: int, module, args):
+    gates = _current_gates.get()
+    if gates is None:
+        return None
+    x = args[0]                                                    # (B, Tq, H * dh)
+    gate = gates[kind][layer].to(x.dtype)                          # (H,)
+    gated = (x.unflatten(-1, (n_heads, -1)) * gate[:, None]).flatten(-2)
+    return (gated,) + tuple(args[1:])
+
+
+def install_hooks(model, sites: list[Site]) -> None:
+    """Once per model: a second translator over the same model must not record twice."""
+    if getattr(model, "_atlas_hooks_installed", False):
+        return
+    model._atlas_hooks_installed = True
+    for site in sites:
+        site.attention.register_forward_hook(partial(_record, site.kind, site.layer))
+        site.out_proj.register_forward_pre_hook(partial(_gate, site.kind, site.layer, site.n_heads))
+
+
+@contextlib.contextmanager
+def gating(gates: dict[str, torch.Tensor] | None):
+    """Install this call's head gates ({kind: (layers, heads)}, or None for all on); always reset."""
+    token = _current_gates.set(gates)
+    try:
+        yield
+    finally:
+        _current_gates.reset(token)

@@ -1,0 +1,179 @@
+"""Shared figure plumbing: input checks, token axes, colour ranges, a matrix heatmap.
+
+Every builder uses integer positions on both axes with tokens as tick text:
+Plotly's categorical axes would merge repeated pieces (`▁a` ... `▁a`).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ._figure import build_figure, colorscale_value, height_value, plain
+from ._labels import escape_label
+
+DEFAULT_COLORSCALE = "Viridis"      # perceptually uniform, readable with colour-blindness
+DIVERGING_COLORSCALE = "RdBu_r"     # blue (negative) / red (positive), CVD-safe pair
+# Per-cell hover strings cost ~0.7 us a cell to build and serialise; above this many
+# cells the tiled figures fall back to numeric hover (positions, no pieces) to stay fast.
+HOVER_TEXT_CELLS = 250_000
+
+
+def as_array(values, name: str, *, ndim: int | None = None, min_ndim: int = 0,
+             finite: bool = True) -> np.ndarray:
+    """np.asarray with a clear ValueError for wrong rank or non-finite values."""
+    arr = np.asarray(values)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if ndim is not None and arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D, got shape {arr.shape}")
+    if arr.ndim < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} dimensions, got shape {arr.shape}")
+    if finite and arr.dtype != bool and not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return arr
+
+
+def as_probabilities(values, name: str) -> np.ndarray:
+    """A finite 1-D float array within [0, 1] (1e-6 slack for rounding), else ValueError."""
+    p = as_array(values, name, ndim=1).astype(float)
+    if np.any(p < -1e-6) or np.any(p > 1 + 1e-6):
+        raise ValueError(f"{name} probabilities must be finite and within [0, 1]")
+    return p
+
+
+def check_tokens(shape: tuple, query_tokens: Sequence, key_tokens: Sequence,
+                 name: str = "weights") -> tuple[list[str], list[str]]:
+    """Check that the last two dims are (len(query_tokens), len(key_tokens))."""
+    if isinstance(query_tokens, str) or isinstance(key_tokens, str):
+        raise ValueError("query_tokens and key_tokens must be lists of pieces, not strings")
+    query, key = [str(t) for t in query_tokens], [str(t) for t in key_tokens]
+    if tuple(shape[-2:]) != (len(query), len(key)):
+        raise ValueError(
+            f"{name} has shape {tuple(shape)}: its last two dims must be (queries, keys) = "
+            f"({len(query)}, {len(key)}) to match the tokens given")
+    return query, key
+
+
+def check_attention(weights, query_tokens, key_tokens, ndim: int | None,
+                    name: str = "weights") -> tuple[np.ndarray, list[str], list[str]]:
+    """Validate an attention array (..., Q, K) against its query and key pieces."""
+    arr = as_array(weights, name, ndim=ndim, min_ndim=2)
+    if arr.dtype == bool or not np.issubdtype(arr.dtype, np.floating):
+        arr = arr.astype(np.float64)
+    query, key = check_tokens(arr.shape, query_tokens, key_tokens, name)
+    return arr, query, key
+
+
+def color_range(z: np.ndarray, normalize: bool) -> tuple[float, float]:
+    """(zmin, zmax): fixed 0..1 for probabilities, or the map's own range."""
+    if not normalize or z.size == 0 or np.all(np.isnan(z)):
+        return 0.0, 1.0
+    lo, hi = float(np.nanmin(z)), float(np.nanmax(z))
+    return lo, (hi if hi > lo else lo + 1e-9)
+
+
+def symmetric_range(z: np.ndarray) -> tuple[float, float]:
+    """(-m, m) with m = max |z|, so zero sits at the diverging scale's midpoint."""
+    m = float(np.nanmax(np.abs(z))) if z.size else 0.0
+    m = m if m > 0 else 1.0
+    return -m, m
+
+
+def tick_font_size(count: int) -> int:
+    return 11 if count <= 48 else 9 if count <= 96 else 7
+
+
+def token_axis(labels: Sequence[str] | None, title: str, *, reverse: bool = False,
+               values: Sequence[float] | None = None) -> dict:
+    """Axis dict: integer positions, every label shown, optional top-to-bottom order."""
+    axis = dict(title=dict(text=escape_label(title)), showgrid=False, zeroline=False,
+                automargin=True)
+    if labels is not None:
+        labels = list(labels)
+        axis.update(tickmode="array", ticktext=labels,
+                    tickvals=plain(values) if values is not None else list(range(len(labels))),
+                    tickfont=dict(size=tick_font_size(len(labels))))
+    if reverse:
+        axis["autorange"] = "reversed"
+    return axis
+
+
+def figure_title(title: str, note: str = "") -> dict:
+    """Escaped title; an optional small note on a second line."""
+    text = escape_label(title)
+    if note:
+        text = f"{text}<br><sup>{escape_label(note)}</sup>" if text else f"<sup>{escape_label(note)}</sup>"
+    return dict(text=text, x=0.01, xanchor="left")
+
+
+def auto_height(rows: int, *, per_row: float = 18.0, base: int = 140,
+                low: int = 300, high: int = 900) -> int:
+    return int(np.clip(base + per_row * rows, low, high))
+
+
+def heatmap_trace(z: np.ndarray, *, zmin: float, zmax: float, colorscale, hovertemplate: str,
+                  colorbar: dict, **props) -> dict:
+    """A heatmap trace dict; gaps (NaN) get no hover."""
+    return dict(type="heatmap", z=z, zmin=zmin, zmax=zmax, colorscale=colorscale_value(colorscale),
+                hovertemplate=hovertemplate, hoverongaps=False, colorbar=colorbar,
+                **{k: v for k, v in props.items() if v is not None})
+
+
+def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: Sequence[str] | None,
+                   y_title: str, x_title: str, zmin: float, zmax: float, colorscale,
+                   hovertemplate: str, customdata=None, title: str = "", note: str = "",
+                   colorbar: dict | None = None, colorbar_title: str = "",
+                   height: int | None = None, annotations: Sequence[dict] = (),
+                   extra_traces: Sequence[dict] = (), **trace_props) -> go.Figure:
+    """One heatmap trace, row 0 at the top, tokens as tick text on integer axes."""
+    trace = heatmap_trace(
+        z, zmin=zmin, zmax=zmax, colorscale=colorscale, customdata=customdata,
+        hovertemplate=hovertemplate,
+        colorbar=colorbar if colorbar is not None
+        else dict(title=dict(text=escape_label(colorbar_title))),
+        **trace_props)
+    layout = dict(
+        title=figure_title(title, note),
+        xaxis=token_axis(x_labels, x_title),
+        yaxis=token_axis(y_labels, y_title, reverse=True),
+        height=height_value(height) if height is not None else auto_height(z.shape[0]),
+        margin=dict(l=10, r=10, t=60 if (title or note) else 30, b=10),
+        plot_bgcolor="white",
+    )
+    if annotations:
+        layout["annotations"] = list(annotations)
+    return build_figure([trace, *extra_traces], layout)
+
+
+def point_customdata(point) -> list | None:
+    """A selected point's customdata as a list. Streamlit hands typed-array customdata back as
+    {"0": a, "1": b, ...}; plain lists come back as lists."""
+    cd = point.get("customdata") if hasattr(point, "get") else None
+    if hasattr(cd, "keys") and all(str(k).isdigit() for k in cd.keys()):
+        cd = [cd[k] for k in sorted(cd.keys(), key=lambda k: int(k))]
+    return list(cd) if isinstance(cd, (list, tuple, np.ndarray)) else None
+
+
+def head_markers(x: Sequence[float], y: Sequence[float], layers: Sequence[int],
+                 heads: Sequence[int], *, kind_label: str = "",
+                 notes: Sequence[str] | None = None) -> dict:
+    """Near-invisible clickable points at tile centres (a scatter trace dict).
+
+    Plotly heatmaps report no point selection, so `st.plotly_chart(on_select=...)`
+    learns which head was clicked from these markers' customdata [layer, head].
+    `notes` (already escaped) add a hover line per marker.
+    """
+    prefix = f"{escape_label(kind_label)}<br>" if kind_label else ""
+    trace = dict(
+        type="scatter", x=plain(x), y=plain(y), mode="markers", showlegend=False, name="heads",
+        customdata=np.column_stack([layers, heads]).astype(int),
+        marker=dict(size=18, opacity=0.01, color="white", symbol="square"),
+        hovertemplate=prefix + "Layer %{customdata[0]} · head %{customdata[1]}"
+                      + ("<br>%{text}" if notes is not None else "")
+                      + "<br>click to open this head<extra></extra>",
+    )
+    if notes is not None:
+        trace["text"] = list(notes)
+    return trace

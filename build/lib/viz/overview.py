@@ -1,0 +1,219 @@
+"""Every head at a glance: all tiles in ONE heatmap trace, separated by NaN gaps.
+
+One trace with NaN gaps draws far faster than a subplot per head at 128 tokens
+(BertViz's per-pair SVG lines are what freeze long inputs).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ._base import (DEFAULT_COLORSCALE, HOVER_TEXT_CELLS, check_attention, figure_title,
+                    head_markers, heatmap_trace, point_customdata, token_axis)
+from ._figure import build_figure
+from ._png import png_data_uri
+from ._labels import display_tokens, escape_label
+
+
+@dataclass
+class Tiling:
+    """Where tile (layer, head) sits in the grid: rows l*(Q+gap) + q, cols h*(K+gap) + k."""
+    z: np.ndarray            # (R, C) weights (or each tile / its max) with NaN gaps
+    raw: np.ndarray | None   # (R, C) the raw weights when z is normalised, else None
+    row_of: np.ndarray       # (R,) query position of each grid row, -1 in gaps
+    col_of: np.ndarray       # (C,) key position of each grid column, -1 in gaps
+    step_q: int              # Q + gap
+    step_k: int              # K + gap
+
+
+def default_gap(Q: int, K: int) -> int:
+    """Gap in cells: about 1/16 of a tile, so it stays visible at 128 tokens."""
+    return max(1, round(max(Q, K) / 16))
+
+
+def tile(w: np.ndarray, *, gap: int, normalize: bool) -> Tiling:
+    """Lay out (L, H, Q, K) weights as an (L*(Q+gap)-gap, H*(K+gap)-gap) grid.
+
+    With `normalize`, each tile is divided by its own max (so every head spans the
+    full colour scale) and the raw weights are kept alongside for the hover.
+    """
+    L, H, Q, K = w.shape
+    sq, sk = Q + gap, K + gap
+    R, C = L * sq - gap, H * sk - gap
+    dtype = np.result_type(w.dtype, np.float32)
+    z = np.full((R, C), np.nan, dtype=dtype)
+    raw = np.full((R, C), np.nan, dtype=np.float32) if normalize else None
+    for l in range(L):
+        for h in range(H):
+            block = (slice(l * sq, l * sq + Q), slice(h * sk, h * sk + K))
+            tile_w = w[l, h]                                                # (Q, K)
+            if normalize:
+                peak = float(tile_w.max()) if tile_w.size else 0.0
+                z[block] = tile_w / peak if peak > 0 else tile_w
+                raw[block] = tile_w
+            else:
+                z[block] = tile_w
+    row_of, col_of = np.full(R, -1), np.full(C, -1)
+    for l in range(L):
+        row_of[l * sq:l * sq + Q] = np.arange(Q)
+    for h in range(H):
+        col_of[h * sk:h * sk + K] = np.arange(K)
+    return Tiling(z, raw, row_of, col_of, sq, sk)
+
+
+def cell_text(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str], *,
+              first_layer: int | None) -> np.ndarray | None:
+    """(R, C) hover strings naming layer, head, query and key, or None when there are too many
+    cells to stay fast. Built from one string per grid row and one per column (row → layer and
+    query, column → head and key), so no per-cell formatting runs in Python."""
+    if t.z.size > HOVER_TEXT_CELLS:
+        return None
+    layer_of = np.arange(t.z.shape[0]) // t.step_q + (first_layer or 0)
+    head_of = np.arange(t.z.shape[1]) // t.step_k
+    layer_part = np.array(["" if first_layer is None else f"Layer {layer} · " for layer in layer_of], dtype=object)
+    head_part = np.array([f"head {head}<br>" for head in head_of], dtype=object)
+    query_part = np.array([f"query {i}: {q_labels[i]}" if i >= 0 else "" for i in t.row_of], dtype=object)
+    key_part = np.array([f" → key {j}: {k_labels[j]}" if j >= 0 else "" for j in t.col_of], dtype=object)
+    # "Layer 1 · head 2<br>query 3: ▁a → key 4: ▁b"
+    text = (layer_part[:, None] + head_part[None, :]) + (query_part[:, None] + key_part[None, :])
+    text[(t.row_of[:, None] < 0) | (t.col_of[None, :] < 0)] = ""     # gaps: no text
+    return text
+
+
+def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
+                normalize: bool, show_space: bool, kind_label: str, gap: int | None,
+                colorscale, first_layer: int | None = 0) -> tuple[list[dict], dict, Tiling]:
+    """The shared body of overview_figure and head_grid_figure (w is (L, H, Q, K)).
+
+    Returns the traces, the layout (the caller adds the axis ticks) and the tiling.
+    `first_layer=None` means the layer is unknown: hover then names only the head.
+    Hover comes from per-cell text below HOVER_TEXT_CELLS cells, and from the tile-centre
+    markers above it: per-cell customdata cost ~25% of the draw at 128 tokens.
+    """
+    L, H, Q, K = w.shape
+    t = tile(w, gap=default_gap(Q, K) if gap is None else gap, normalize=normalize)
+    text = cell_text(t, display_tokens(query, show_space=show_space),
+                     display_tokens(key, show_space=show_space), first_layer=first_layer)
+    weight = "%{customdata:.4f} (colour: share of head max)" if normalize else "%{z:.4f}"
+    prefix = f"{escape_label(kind_label)}<br>" if kind_label else ""
+    hover = (prefix + ("%{text}<br>" if text is not None else "") + f"weight {weight}"
+             + ("" if text is not None else "<br>(the tile's centre names its head)") + "<extra></extra>")
+    heat = heatmap_trace(t.z, customdata=t.raw, text=text, hovertemplate=hover,
+                         zmin=0.0, zmax=1.0, colorscale=colorscale or DEFAULT_COLORSCALE,
+                         colorbar=dict(title=dict(text="weight")))
+    layers, heads = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
+    centres_y = layers.ravel() * t.step_q + (Q - 1) / 2
+    centres_x = heads.ravel() * t.step_k + (K - 1) / 2
+    marks = head_markers(centres_x, centres_y, layers.ravel() + (first_layer or 0),
+                         heads.ravel(), kind_label=kind_label)
+    # Height from the grid's aspect at ~1000 px plot width; cells kept square.
+    plot_h = float(np.clip(1000 * t.z.shape[0] / max(t.z.shape[1], 1), 120, 900))
+    layout = dict(title=figure_title(title), height=int(plot_h + 110),
+                  margin=dict(l=10, r=10, t=60 if title else 40, b=10),
+                  plot_bgcolor="white", clickmode="event+select", hovermode="closest",
+                  yaxis=dict(scaleanchor="x", constrain="domain"), xaxis=dict(constrain="domain"))
+    return [heat, marks], layout, t
+
+
+def as_image(data: list[dict], z: np.ndarray, colorscale) -> list[dict]:
+    """The tiles drawn as one PNG <image> (a third of the heatmap's time at 128 tokens).
+
+    The heatmap stays as fig.data[0], hidden, so z still holds the weights; the markers stay
+    fig.data[1]; the image and a colour-bar carrier follow.
+    """
+    heat, marks = data
+    heat = {**heat, "visible": False}
+    image = dict(type="image", source=png_data_uri(z, colorscale, 0.0, 1.0), x0=0, dx=1, y0=0, dy=1,
+                 hoverinfo="skip", name="tiles")
+    colorbar = dict(type="scatter", x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
+                    marker=dict(colorscale=heat["colorscale"], cmin=0.0, cmax=1.0, color=[0.0],
+                                showscale=True, colorbar=heat["colorbar"]))
+    return [heat, marks, image, colorbar]
+
+
+def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
+                    normalize: bool = False, kind_label: str = "", show_space: bool = False,
+                    gap: int | None = None, colorscale=None, render: str = "auto") -> go.Figure:
+    """All heads of one kind (L, H, Q, K): layers as tile rows, heads as tile columns.
+
+    fig.data[0] is the tiled heatmap (NaN between tiles); fig.data[1] holds one
+    clickable marker per head for `overview_selection`. Below HOVER_TEXT_CELLS cells
+    the hover names layer, head, positions and pieces. Above it (`render="auto"`) the
+    tiles are drawn as one PNG image after the hidden heatmap, and the tile centres name
+    their head; `render` forces "heatmap" or "image".
+    """
+    w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
+    L, H, Q, K = w.shape
+    data, layout, t = tiled_parts(w, query, key, title=title or kind_label,
+                                  normalize=normalize, show_space=show_space,
+                                  kind_label=kind_label, gap=gap, colorscale=colorscale)
+    if render not in ("auto", "heatmap", "image"):
+        raise ValueError(f"render must be 'auto', 'heatmap' or 'image', got {render!r}")
+    if render == "image" or (render == "auto" and t.z.size > HOVER_TEXT_CELLS):
+        data = as_image(data, t.z, colorscale or DEFAULT_COLORSCALE)
+    layout["yaxis"].update(token_axis([f"Layer {l}" for l in range(L)], "Query", reverse=True,
+                                      values=[l * t.step_q + (Q - 1) / 2 for l in range(L)]))
+    layout["xaxis"].update(token_axis([f"Head {h}" for h in range(H)], "Key",
+                                      values=[h * t.step_k + (K - 1) / 2 for h in range(H)]))
+    # Fixed margins that fit "Layer n" / "Head n", the axis titles and the colour bar: with
+    # automargin (or margin autoexpand) plotly.js measures after drawing and draws the whole
+    # figure again, which cost a third of the time (benchmarks/bench_overview_browser.py).
+    for axis in ("xaxis", "yaxis"):
+        layout[axis]["automargin"] = False
+    layout["margin"] = dict(l=80, r=110, t=60 if (title or kind_label) else 30, b=55, autoexpand=False)
+    return build_figure(data, layout)
+
+
+def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
+                     normalize: bool = False, show_space: bool = False,
+                     layer: int | None = None, gap: int | None = None,
+                     colorscale=None) -> go.Figure:
+    """All heads of one layer (H, Q, K) side by side; token ticks on the first tile.
+
+    `layer` only labels the hover and the clickable markers' customdata.
+    """
+    w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=3)  # (H, Q, K)
+    H, Q, K = w.shape
+    data, layout, t = tiled_parts(w[None], query, key, title=title, normalize=normalize,
+                                  show_space=show_space, kind_label="", gap=gap,
+                                  colorscale=colorscale, first_layer=layer)
+    layout["annotations"] = [dict(x=h * t.step_k + (K - 1) / 2, y=-0.5, yref="y",
+                                  yanchor="bottom", text=f"Head {h}", showarrow=False)
+                             for h in range(H)]
+    layout["yaxis"].update(token_axis(display_tokens(query, show_space=show_space), "Query",
+                                      reverse=True))
+    layout["xaxis"].update(token_axis(display_tokens(key, show_space=show_space), "Key"))
+    return build_figure(data, layout)
+
+
+def overview_selection(points: Any, *, n_heads: int | None = None) -> tuple[int, int] | None:
+    """(layer, head) of the first clicked tile in a Plotly selection payload, else None.
+
+    Accepts the list of point dicts, or a dict holding it under "points" (or
+    "selection" → "points", as `st.plotly_chart(on_select="rerun")` returns).
+    Reads customdata [layer, head, ...]; without it, a point index on the marker
+    trace (curve 1) maps to divmod(index, n_heads) when n_heads is given.
+    """
+    if isinstance(points, Mapping):
+        inner = points.get("selection", points)
+        points = inner.get("points", []) if isinstance(inner, Mapping) else []
+    for point in points or []:
+        if not isinstance(point, Mapping):
+            continue
+        cd = point_customdata(point)
+        if cd is not None and len(cd) >= 2:
+            try:
+                layer, head = int(cd[0]), int(cd[1])
+            except (TypeError, ValueError):
+                layer = head = -1
+            if layer >= 0 and head >= 0:
+                return layer, head
+        curve = point.get("curve_number", point.get("curveNumber"))
+        index = point.get("point_index", point.get("point_number", point.get("pointIndex")))
+        if curve == 1 and n_heads and isinstance(index, (int, np.integer)) and index >= 0:
+            layer, head = divmod(int(index), int(n_heads))
+            return layer, head
+    return None

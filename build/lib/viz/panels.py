@@ -1,0 +1,136 @@
+"""Side panels: attention masks, next-token probabilities, a shaded translation."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ._base import as_array, as_probabilities, auto_height, check_tokens, figure_title, matrix_heatmap, token_axis
+from ._figure import build_figure
+from ._labels import display_tokens, escape_html, show_piece
+
+MASKED, ALLOWED = "#d9d9d9", "#2166ac"   # light grey / dark blue: readable without hue
+MASK_COLORSCALE = [[0.0, MASKED], [0.5, MASKED], [0.5, ALLOWED], [1.0, ALLOWED]]
+BAR, CHOSEN = "#9ecae1", "#e66101"       # light blue / orange, a CVD-safe pair
+
+
+def as_mask(mask, name: str = "mask") -> np.ndarray:
+    """Bool array from bools or 0/1 numbers; anything else is an error."""
+    arr = as_array(mask, name)
+    if arr.dtype != bool:
+        if not np.all(np.isin(arr, (0, 1))):
+            raise ValueError(f"{name} must be boolean (or 0/1), got values other than 0 and 1")
+        arr = arr.astype(bool)
+    return arr
+
+
+def binary_heatmap(mask: np.ndarray, *, y_labels, x_labels, y_title: str, x_title: str,
+                   title: str, hover: str) -> go.Figure:
+    """Two-colour heatmap of a bool matrix: z is 0/1 ints, 1 = may attend."""
+    z = mask.astype(np.int8)
+    return matrix_heatmap(z, y_labels=y_labels, x_labels=x_labels, y_title=y_title,
+                          x_title=x_title, zmin=0, zmax=1, colorscale=MASK_COLORSCALE,
+                          hovertemplate=hover, title=title, xgap=1, ygap=1,
+                          colorbar=dict(title={}, tickmode="array", tickvals=[0.25, 0.75],
+                                        ticktext=["masked", "may attend"]),
+                          height=auto_height(z.shape[0], low=160))
+
+
+def mask_figure(mask, query_tokens, key_tokens, title: str = "", *,
+                show_space: bool = False) -> go.Figure:
+    """A (Q, K) attention mask (True = may attend), or a (K,) padding mask as 1 × K.
+
+    For a 1-D mask `query_tokens` is ignored (may be None): the row is "any query".
+    """
+    arr = as_mask(mask)
+    if arr.ndim == 1:
+        arr, query_tokens = arr[None, :], ["any query"]
+        y_labels = ["any query"]
+    elif arr.ndim == 2:
+        y_labels = None
+    else:
+        raise ValueError(f"mask must be 1-D (K,) or 2-D (Q, K), got shape {arr.shape}")
+    query, key = check_tokens(arr.shape, query_tokens, key_tokens, "mask")
+    y_labels = y_labels or display_tokens(query, show_space=show_space)
+    return binary_heatmap(arr, y_labels=y_labels, x_labels=display_tokens(key, show_space=show_space),
+                          y_title="Query", x_title="Key", title=title,
+                          hover="Query %{y}<br>Key %{x}<br>may attend: %{z}<extra></extra>")
+
+
+def batch_padding_figure(mask, row_labels, key_labels=None, title: str = "") -> go.Figure:
+    """A (B, S) batch padding mask: which key positions each sentence may attend."""
+    arr = as_mask(mask, "batch mask")
+    if arr.ndim != 2:
+        raise ValueError(f"batch mask must be 2-D (B, S), got shape {arr.shape}")
+    key_labels = [str(j) for j in range(arr.shape[1])] if key_labels is None else key_labels
+    rows, keys = check_tokens(arr.shape, row_labels, key_labels, "batch mask")
+    return binary_heatmap(arr, y_labels=display_tokens(rows), x_labels=display_tokens(keys),
+                          y_title="Sentence in batch", x_title="Key position", title=title,
+                          hover="Sentence %{y}<br>Key position %{x}<br>"
+                                "may attend: %{z}<extra></extra>")
+
+
+def topk_bar_figure(top_k: Sequence, chosen=None, title: str = "", *,
+                    show_space: bool = False) -> go.Figure:
+    """Horizontal bars of the next-token distribution, best on top, chosen in orange.
+
+    `chosen` is a piece, or (piece, prob) so a forced piece outside the top k is
+    still drawn (as an extra bar at the bottom).
+    """
+    items = [(str(p), float(q)) for p, q in top_k]
+    chosen_piece, chosen_prob = (chosen if isinstance(chosen, (tuple, list)) else (chosen, None))
+    if chosen_piece is not None and chosen_prob is not None \
+            and str(chosen_piece) not in {p for p, _ in items}:
+        items.append((str(chosen_piece), float(chosen_prob)))
+    probs = as_probabilities([q for _, q in items], "top_k")
+    labels = display_tokens([p for p, _ in items], show_space=show_space)
+    colours = [CHOSEN if chosen_piece is not None and p == str(chosen_piece) else BAR
+               for p, _ in items]
+    bar = dict(
+        type="bar", x=probs, y=list(range(len(items))), orientation="h",
+        marker=dict(color=colours), customdata=labels, text=[f"{q:.3f}" for q in probs],
+        textposition="auto", cliponaxis=False,
+        hovertemplate="%{customdata}<br>p = %{x:.4f}<extra></extra>")
+    return build_figure([bar], dict(
+        title=figure_title(title), showlegend=False, plot_bgcolor="white",
+        xaxis=dict(title=dict(text="Probability"), range=[0, 1], tickformat=".1f",
+                   tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], showgrid=True, gridcolor="#eeeeee",
+                   automargin=True),                  # room for the title below the ticks
+        yaxis=token_axis(labels, "Piece", reverse=True),
+        height=auto_height(len(items), per_row=26, base=100, low=200, high=600),
+        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+    ))
+
+
+def probability_colour(p: float) -> tuple[str, str]:
+    """(background, text) colours: pale for confident pieces, deep blue for unsure ones."""
+    unsure = 1.0 - min(max(p, 0.0), 1.0)
+    lo, hi = np.array([239, 243, 255]), np.array([8, 81, 156])   # Blues scale ends
+    r, g, b = (lo + (hi - lo) * unsure).round().astype(int)
+    return f"rgb({r},{g},{b})", ("#ffffff" if unsure > 0.55 else "#111111")
+
+
+def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
+                           show_space: bool = True) -> str:
+    """One <div> of <span>s: each output piece shaded by p(piece | prefix).
+
+    Low-probability pieces are darker, so uncertainty stands out. Every piece is
+    escaped (HTML and Markdown) because this goes to st.markdown(unsafe_allow_html=True);
+    the snippet has no newline, so Markdown treats it as one raw HTML block.
+    """
+    if isinstance(tokens, str):
+        raise ValueError("tokens must be a list of pieces, not a string")
+    tokens = [str(t) for t in tokens]
+    p = as_probabilities(probs, "probs")
+    if len(tokens) != len(p):
+        raise ValueError(f"{len(tokens)} tokens but {len(p)} probabilities")
+    spans = []
+    for i, (tok, prob) in enumerate(zip(tokens, p.tolist())):
+        background, colour = probability_colour(prob)
+        label = escape_html(show_piece(tok, show_space=show_space))
+        spans.append(
+            f'<span class="aa-token" title="{i}: {label} p={prob:.3f}" '
+            f'style="background-color:{background};color:{colour};padding:1px 3px;'
+            f'margin:1px;border-radius:3px;white-space:pre;display:inline-block">{label}</span>')
+    return f'<div class="aa-tokens" style="line-height:1.9">{"".join(spans)}</div>'
