@@ -115,3 +115,23 @@ def test_our_model_says_what_it_was_trained_on_and_flags_unknown_text():
     at.text_area(key="text").set_value("Two dogs play in the snow.").run()
     check_clean(at, "caption")
     assert not [i.value for i in at.info if "outside what it knows" in i.value]
+
+
+def test_at_most_a_few_models_stay_loaded(tiny_dir, tmp_path):
+    """The app's model cache keeps MAX_LOADED_MODELS translators; older ones are freed."""
+    import gc
+    import weakref
+
+    from atlas_ui.backend import get_translator, model_ref
+    from atlas_ui.settings import MAX_LOADED_MODELS
+    get_translator.clear()
+    alive = []
+    for index in range(MAX_LOADED_MODELS + 2):
+        folder = tmp_path / f"copy-{index}"
+        shutil.copytree(tiny_dir, folder)
+        alive.append(weakref.ref(get_translator(model_ref(str(folder)), "cpu")))
+    gc.collect()
+    loaded = [ref() is not None for ref in alive]
+    assert sum(loaded) == MAX_LOADED_MODELS, loaded
+    assert loaded[-MAX_LOADED_MODELS:] == [True] * MAX_LOADED_MODELS      # the most recent ones stay
+    get_translator.clear()
