@@ -207,20 +207,19 @@ def page() -> None:
     with st.expander("Sentence and decoding", expanded=False) if display.presenter else st.container():
         text, reference, beam = input_area(examples, source_lang, target_lang)
     view = state.kept("view", VIEWS[0])
-    path = ref
     try:
         if translator is None:
             return
-        result = run_translation(path, device, text, reference, beam, translator.config.max_source_len)
+        result = run_translation(ref, device, text, reference, beam, translator.config.max_source_len)
         figure_seconds = None
         if result is not None:
             show_translation(result, target_lang, display)
             model_note(translator, result)
             view = state.radio("View", VIEWS, "view", horizontal=True, label_visibility="collapsed")
             context = dict(examples=examples, source_key=source_lang, text=text,
-                           translate_other=partial(translate_plain, path, device, beam),
-                           variant=partial(run_variant, path, device, text, beam, reference),
-                           example_stats=partial(examples_statistics, path, device, beam))
+                           translate_other=partial(translate_plain, ref, device, beam),
+                           variant=partial(run_variant, ref, device, text, beam, reference),
+                           example_stats=partial(examples_statistics, ref, device, beam))
             started = time.perf_counter()
             figure = guarded(render_view, view, result, display, context)
             figure_seconds = time.perf_counter() - started
@@ -231,7 +230,8 @@ def page() -> None:
                 guarded(export_buttons, result, figure, meta, file_stem(text))
         show_status(status, translator, result, figure_seconds)
     finally:
-        params = {"model": model, "view": view, "kind": state.kept("kind"), "layer": state.kept("layer"),
+        params = {"model": state.kept("model"), "hub": state.kept("hub_id") or None, "src": languages[0],
+                  "tgt": languages[1], "view": view, "kind": state.kept("kind"), "layer": state.kept("layer"),
                   "head": state.kept("head"), "step": state.kept("step"), "sentence": text[:MAX_CHARS],
                   "ref": reference, "beam": beam if beam > 1 else None,
                   "words": 1 if display.words else None, "present": 1 if display.presenter else None,

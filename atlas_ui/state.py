@@ -22,7 +22,8 @@ def parse_flag(value: str) -> bool:
 
 
 # URL parameter -> (session key, parser)
-URL_FIELDS = {"model": ("model", str), "sentence": ("text", str), "ref": ("reference", str),
+URL_FIELDS = {"model": ("model", str), "hub": ("hub_id", str), "src": ("source_lang", str),
+              "tgt": ("target_lang", str), "sentence": ("text", str), "ref": ("reference", str),
               "beam": ("beam_size", int), "view": ("view", str), "kind": ("kind", str),
               "layer": ("layer", int), "head": ("head", int), "step": ("step", int),
               "words": ("words", parse_flag), "present": ("presenter", parse_flag)}

@@ -81,7 +81,13 @@ def test_multilingual_model_gets_language_pickers(hf_models, monkeypatch):
     expected = Translator.load(str(hf_models / "nllb"), device="cpu", source_lang=source.value,
                                target_lang=other).translate(SENTENCE, capture=False).text
     assert translation_text(at) == expected
-    assert first != "" and at.query_params.get("model") == "nllb"
+    assert first != "" and at.query_params.get("model") in ("nllb", ["nllb"])
+    # the share link holds the pair, and opening it gives the same pair and translation
+    query = {key: (value[0] if isinstance(value, list) else value) for key, value in at.query_params.items()}
+    assert query["src"] == source.value and query["tgt"] == other
+    again = opened(monkeypatch, hf_models, **query)
+    check_clean(again, "nllb share link")
+    assert again.selectbox(key="target_lang").value == other and translation_text(again) == expected
 
 
 def test_bad_models_and_an_offline_hub_id_say_what_is_wrong(hf_models, monkeypatch):
