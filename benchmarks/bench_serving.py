@@ -1,0 +1,180 @@
+"""A room full of people: many sessions at once over Streamlit's websocket protocol.
+
+    python benchmarks/bench_serving.py [--sessions 40 100] [--turns 2] [--via-proxy] [--rss 500] [--bad-input]
+
+Starts the app and, in the same run with the same server settings, the floor: serving/floor_app.py,
+one chart with torch and our model loaded. Each session connects to /_stcore/stream and asks for one
+run of the share link (as a browser does); the time to its first chart is from the start of its
+connection to the arrival of the first plotly_chart element. All N sessions of a crowd start at once;
+the app and the floor take turns, and a warm-up session loads the model first. Reported per crowd:
+p50 and p95 to the first chart, failures (no chart, an error on the page, a timeout), RSS before and
+after, and the app / floor ratio of the p95.
+
+--via-proxy: also 2 app processes behind nginx (serving/proxy.py), the same crowds; ratio to one process.
+--rss N: N sessions with varied sentences and views, 20 at a time; RSS every 50 sessions.
+--bad-input: while normal sessions open the link, sessions that disconnect mid-run, a flood of reruns
+from one session, and 40 sessions opening a 1,000-character sentence. Every normal session must still
+get its chart.
+
+Goals (issue 14): p95 <= 3x the floor's at 40 and at 100 sessions, 0 failures; 2 processes behind the
+proxy <= 0.6x one process at 100; RSS <= 700 MB after 500 varied sessions, flat over the last 200.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import itertools
+import sys
+from pathlib import Path
+from urllib.parse import urlencode
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from serving.client import RunRecord, crowd, open_link, percentile, rerun_flood  # noqa: E402
+from serving.proxy import ProxiedApp  # noqa: E402
+from serving.servers import AppServer, rss_mb  # noqa: E402
+
+LINK = {"model": "en-de", "sentence": "A man in a red jacket is riding his bicycle down a narrow street.",
+        "view": "Heatmap"}
+VARIED_VIEWS = ("Heatmap", "Layer grid", "Overview", "Decoding steps", "Head summary", "Rollout",
+                "Positional encodings", "Beam", "Ablation", "Masks", "Compare")
+
+
+def summary(records: list[RunRecord]) -> dict:
+    times = [r.first_chart for r in records if r.ok]
+    failures = [r for r in records if not r.ok]
+    return {"n": len(records), "ok": len(times), "failures": len(failures),
+            "p50": percentile(times, 50) if times else float("nan"),
+            "p95": percentile(times, 95) if times else float("nan"),
+            "first_failure": (failures[0].errors or ["no chart"])[0] if failures else ""}
+
+
+def run_crowd(url: str, pids: list[int], query: str, n: int) -> dict:
+    before = sum(rss_mb(pid) for pid in pids)
+    result = summary(asyncio.run(crowd(url, [query] * n)))
+    result.update(rss_before=before, rss_after=sum(rss_mb(pid) for pid in pids))
+    return result
+
+
+def line(name: str, r: dict) -> str:
+    return (f"  {name:<22} {r['n']:>4} sessions  p50 {r['p50']:6.2f} s  p95 {r['p95']:6.2f} s  "
+            f"failures {r['failures']}  RSS {r['rss_before']:.0f} -> {r['rss_after']:.0f} MB"
+            + (f"  ({r['first_failure']})" if r["failures"] else ""))
+
+
+def crowds(args, query: str) -> None:
+    """The app and the floor, one process each, taking turns; then the proxy if asked."""
+    with AppServer("app.py") as app, AppServer("serving/floor_app.py") as floor:
+        for server in (app, floor):
+            warm = asyncio.run(open_link(server.url, query))
+            if not warm.ok:
+                raise SystemExit(f"warm-up session failed on {server.app}: {warm.errors}")
+        one_process = {}
+        for n in args.sessions:
+            for turn in range(1, args.turns + 1):
+                a = run_crowd(app.url, [app.process.pid], query, n)
+                f = run_crowd(floor.url, [floor.process.pid], query, n)
+                print(f"{n} sessions, turn {turn}:")
+                print(line("app", a))
+                print(line("floor", f))
+                print(f"  app / floor p95: {a['p95'] / f['p95']:.2f}x (goal <= 3x)", flush=True)
+            one_process[n] = a
+    if args.via_proxy:
+        with ProxiedApp(processes=args.processes) as proxy:
+            url, proxied = proxy.url, None
+            warm = asyncio.run(open_link(url, query))
+            if not warm.ok:
+                raise SystemExit(f"warm-up through the proxy failed: {warm.errors}")
+            # every process loads the model on its first session: warm each one
+            asyncio.run(crowd(url, [query] * (4 * args.processes)))
+            for n in args.sessions:
+                for turn in range(1, args.turns + 1):
+                    proxied = run_crowd(url, proxy.pids(), query, n)
+                print(f"{n} sessions, {args.processes} processes behind nginx (turn {args.turns}):")
+                print(line("proxied", proxied))
+                print(f"  proxied / one process p95: {proxied['p95'] / one_process[n]['p95']:.2f}x "
+                      f"(goal <= 0.6x at 100)", flush=True)
+
+
+def varied_queries(count: int) -> list[str]:
+    rows = list(csv.DictReader(open(REPO / "pretrained" / "examples.tsv", encoding="utf-8"), delimiter="\t"))
+    combos = itertools.cycle(itertools.product(rows, VARIED_VIEWS, ("encoder_self", "cross", "decoder_self")))
+    queries = []
+    for i, (row, view, kind) in zip(range(count), combos):
+        queries.append(urlencode({"model": "en-de", "sentence": row["en"], "view": view, "kind": kind,
+                                  "layer": i % 3, "head": i % 8, "words": i % 2 or None} if i % 2 else
+                                 {"model": "en-de", "sentence": row["en"], "view": view, "kind": kind}))
+    return queries
+
+
+def memory(total: int, wave: int = 20) -> None:
+    with AppServer("app.py") as app:
+        asyncio.run(open_link(app.url, urlencode(LINK)))
+        print(f"RSS after the warm-up session: {app.rss_mb():.0f} MB")
+        queries, failures, samples = varied_queries(total), 0, []
+        for start in range(0, total, wave):
+            records = asyncio.run(crowd(app.url, queries[start:start + wave]))
+            failures += sum(not r.ok for r in records)
+            done = start + len(records)
+            if done % 50 == 0 or done == total:
+                samples.append((done, app.rss_mb()))
+                print(f"  {done:>4} sessions: RSS {samples[-1][1]:.0f} MB, failures so far {failures}", flush=True)
+        tail = [rss for done, rss in samples if done >= total - 200]
+        print(f"RSS after {total} varied sessions: {samples[-1][1]:.0f} MB (goal <= 700); over the last 200: "
+              f"{min(tail):.0f}..{max(tail):.0f} MB (spread {max(tail) - min(tail):.0f} MB); failures {failures}")
+
+
+async def bad_crowd(url: str, normal: int, long_sessions: int, leavers: int, flood: int) -> dict:
+    long_text = ("A man in a red jacket rides his bicycle down a narrow street near the old market. " * 13)[:1000]
+    tasks = {
+        "normal": [open_link(url, urlencode(LINK)) for _ in range(normal)],
+        "long": [open_link(url, urlencode({**LINK, "sentence": long_text})) for _ in range(long_sessions)],
+        "leavers": [open_link(url, urlencode({**LINK, "view": "Overview"}), leave_after=0.05 * (i % 10))
+                    for i in range(leavers)],
+        "flood": [rerun_flood(url, urlencode(LINK), flood)],
+    }
+    flat = [(name, task) for name, group in tasks.items() for task in group]
+    results = await asyncio.gather(*(task for _, task in flat))
+    grouped: dict = {}
+    for (name, _), record in zip(flat, results):
+        grouped.setdefault(name, []).append(record)
+    return grouped
+
+
+def bad_input(args) -> None:
+    with AppServer("app.py") as app:
+        asyncio.run(open_link(app.url, urlencode(LINK)))
+        grouped = asyncio.run(bad_crowd(app.url, normal=40, long_sessions=40, leavers=20, flood=50))
+        for name in ("normal", "long"):
+            print(line(name, {**summary(grouped[name]), "rss_before": float("nan"), "rss_after": app.rss_mb()}))
+        flood = grouped["flood"][0]
+        print(f"  flood of 50 reruns: errors {flood.errors or 'none'}, charts received {flood.charts}")
+        after = asyncio.run(crowd(app.url, [urlencode(LINK)] * 10))
+        print(f"  10 sessions after it all: {sum(r.ok for r in after)} ok")
+        log = Path(app.log_dir) / f"server-app-{app.port}.log"
+        text = log.read_text(errors="replace")
+        print(f"  server log: {text.count('Traceback')} tracebacks, {text.count('Error')} lines naming an error")
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sessions", type=int, nargs="+", default=[40, 100])
+    parser.add_argument("--turns", type=int, default=2, help="crowds per size (the last one is reported)")
+    parser.add_argument("--via-proxy", action="store_true")
+    parser.add_argument("--processes", type=int, default=2)
+    parser.add_argument("--rss", type=int, default=0, help="varied sessions for the memory check")
+    parser.add_argument("--bad-input", action="store_true")
+    parser.add_argument("--skip-crowds", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.skip_crowds:
+        crowds(args, urlencode(LINK))
+    if args.rss:
+        memory(args.rss)
+    if args.bad_input:
+        bad_input(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Start and stop `streamlit run` servers on free ports (tests, benchmarks, the proxy setup)."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+# The settings every server gets on its command line (the rest comes from .streamlit/config.toml).
+SERVER_ARGS = ("--server.address", "127.0.0.1", "--server.headless", "true", "--browser.gatherUsageStats", "false")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(port: int, log_path: Path, extra_args: tuple = (), env: dict | None = None,
+                 app: str = "app.py") -> subprocess.Popen:
+    """`streamlit run <app>` from the repository root (so .streamlit/config.toml applies),
+    the environment passed through (plus `env`)."""
+    command = [sys.executable, "-m", "streamlit", "run", app, "--server.port", str(port), *SERVER_ARGS, *extra_args]
+    log = open(log_path, "wb")
+    return subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90.0) -> None:
+    """Poll /_stcore/health until it answers "ok" (a server start has no event to wait on)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"{process.args[0]} exited with code {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
+                if response.read().decode().strip() == "ok":
+                    return
+        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
+            pass
+        time.sleep(0.2)
+    raise TimeoutError(f"{url}/_stcore/health did not answer 'ok' within {timeout:.0f} s")
+
+
+def stop_server(process: subprocess.Popen) -> None:
+    """Terminate the server we started (only that process), then kill it if it lingers."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of one process, in MiB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class AppServer:
+    """One `streamlit run` server on a free port: start(), wait(), stop(), or use as a context."""
+
+    def __init__(self, app: str = "app.py", extra_args: tuple = (), env: dict | None = None,
+                 log_dir: Path | None = None, port: int | None = None):
+        self.app, self.extra_args, self.env = app, tuple(extra_args), env
+        self.port = port or free_port()
+        self.log_dir = Path(log_dir or tempfile.gettempdir())
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "AppServer":
+        log = self.log_dir / f"server-{Path(self.app).stem}-{self.port}.log"
+        self.process = start_server(self.port, log, self.extra_args, self.env, self.app)
+        return self
+
+    def wait(self, timeout: float = 90.0) -> str:
+        wait_healthy(self.url, self.process, timeout)
+        return self.url
+
+    def rss_mb(self) -> float:
+        return rss_mb(self.process.pid)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop_server(self.process)
+
+    def __enter__(self) -> "AppServer":
+        self.start().wait()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
