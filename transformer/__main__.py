@@ -1,8 +1,9 @@
-"""Command line: translate, train, evaluate (see shared/docs/api.md)."""
+"""Command line: translate, train, evaluate, analyze (see shared/docs/api.md)."""
 from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 
 from .data import DEFAULT_DATA_DIR
@@ -28,6 +29,20 @@ def main(argv=None) -> int:
     p.add_argument("--split", default="test_2016_flickr")
     p.add_argument("--beam", type=int, default=1)
     p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--device", default=None)
+
+    p = sub.add_parser("analyze", help="which heads matter: ablation loss, Michel importance, pruning curve")
+    p.add_argument("--model", default="pretrained/en-de")
+    p.add_argument("--data-dir", default=None, help=f"Multi30k folder (default {DEFAULT_DATA_DIR})")
+    p.add_argument("--split", default="val")
+    p.add_argument("--limit", type=int, default=None, help="only the first N sentence pairs")
+    p.add_argument("--bleu-sentences", type=int, default=200, help="sentences decoded per pruning point")
+    p.add_argument("--prune-step", type=float, default=0.1, help="fraction of all heads removed per point")
+    p.add_argument("--max-tokens", type=int, default=3000, help="padded tokens per batch (each side)")
+    p.add_argument("--out", default=None, help="result file (default MODEL/head_importance.json)")
+    p.add_argument("--resume-file", default=None, help="partial state (default runs/analyze-NAME-SPLIT.json)")
+    p.add_argument("--fresh", action="store_true", help="ignore an existing resume file")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default=None)
 
@@ -60,6 +75,19 @@ def main(argv=None) -> int:
         print(result["bleu_text"])
         print(result["chrf_text"])
         print(f"signature: {result['bleu_signature']}")
+        return 0
+    if args.command == "analyze":
+        from .analyze import analyze
+        from .data import resolve_data_dir
+        from .translator import Translator
+        tr = Translator.load(args.model, device=args.device)
+        command = "python -m transformer " + shlex.join(sys.argv[1:] if argv is None else list(argv))
+        result = analyze(tr, args.model, resolve_data_dir(args.data_dir), args.split, limit=args.limit,
+                         out=args.out, resume_file=args.resume_file, bleu_sentences=args.bleu_sentences,
+                         prune_step=args.prune_step, max_tokens=args.max_tokens, command=command,
+                         fresh=args.fresh)
+        print(f"base loss {result['base_loss']:.4f} on {result['sentences']} sentences; "
+              f"{result['wall_seconds'] / 60:.1f} min; wrote {args.out or os.path.join(args.model, 'head_importance.json')}")
         return 0
     return 1
 

@@ -74,7 +74,8 @@ class MultiHeadAttention(nn.Module):
         else:
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
         if head_gate is not None:      # ablation: zero whole heads before the output projection
-            context = context * head_gate.view(1, -1, 1, 1)
+            # (H,) gates every row alike; (B, H) gives each row its own (analyze's per-sentence gradients)
+            context = context * head_gate.view(-1, self.n_heads, 1, 1)
         B, _, Tq, _ = context.shape
         return self.out_proj(context.transpose(1, 2).reshape(B, Tq, -1))
 
