@@ -1,8 +1,9 @@
 """Attention Atlas model package: a from-scratch encoder-decoder Transformer with capture."""
 from .capture import AttentionTrace, Masks, capture
 from .config import ModelConfig
+from .explain import Explanation
 from .model import Transformer
 from .translator import Step, Translation, Translator
 
 __all__ = ["Translator", "Translation", "Step", "AttentionTrace", "Masks", "ModelConfig", "Transformer",
-           "capture"]
+           "capture", "Explanation"]

@@ -50,6 +50,7 @@ class Translation:
     output_ids: list = field(default_factory=list)
     forced: bool = False
     seconds: float = 0.0
+    explanation: "Explanation | None" = None   # explain=True only (transformer/explain.py)
 
 
 class Translator:
@@ -110,9 +111,10 @@ class Translator:
     @torch.inference_mode()
     def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, capture: bool = True,
                   top_k: int = 5, length_penalty: float = 1.0, target: str | list[str] | None = None,
-                  head_mask=None) -> Translation:
+                  head_mask=None, explain: bool = False) -> Translation:
         """Decode (greedy or beam) or, with `target`, force a reference: a text, or a list of
-        pieces fed exactly (e.g. another run's output_tokens, so two runs align step by step)."""
+        pieces fed exactly (e.g. another run's output_tokens, so two runs align step by step).
+        explain=True adds `out.explanation` (norm-based attention, ALTI+, saliency) for this run."""
         started = time.perf_counter()
         if not isinstance(beam_size, (int, np.integer)) or beam_size < 1:
             raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
@@ -145,6 +147,7 @@ class Translator:
         attention = self._trace(recorder, S, T) if capture else None
         steps = self._steps(output_ids, probs, top_k, attention)
         fed_ids = [BOS_ID] + output_ids[:-1]
+        explanation = _explain(self, source_ids, fed_ids, output_ids, gates, logits) if explain else None
         pe = self.model.positional_encoding[: max(S, T)].float().cpu().numpy()
         embeddings = self.model.scaled_embedding(source, self.model.source_embedding)[0].float().cpu().numpy()
         return Translation(
@@ -156,7 +159,7 @@ class Translator:
             masks=Masks(source_padding=np.ones(S, dtype=bool), target_causal=causal_mask(T)),
             positional_encoding=pe, source_embeddings=embeddings, steps=steps,
             beam=beam_history, beam_final=beam_final, source_ids=source_ids, output_ids=output_ids,
-            forced=target is not None, seconds=time.perf_counter() - started)
+            forced=target is not None, seconds=time.perf_counter() - started, explanation=explanation)
 
     def _target_ids(self, target) -> list[int]:
         """A reference text (segmented, then </s>), or a list of pieces fed exactly as given."""
@@ -242,6 +245,11 @@ class Translator:
                         ids = ids[: ids.index(EOS_ID) + 1]
                     results[i] = self.tokenizer.decode(ids)
         return results
+
+
+def _explain(translator, source_ids, fed_ids, output_ids, gates, logits):
+    from .explain import explain_run          # only when asked: the default path imports nothing more
+    return explain_run(translator, source_ids, fed_ids, output_ids, gates, reference_logits=logits)
 
 
 def _capture_cm(enabled: bool):

@@ -8,6 +8,7 @@ from ._labels import (SPECIAL_PIECES, display_tokens, escape_html, escape_label,
                       is_special)
 from .encodings import (embedding_figure, position_bias_figure, position_similarity_figure,
                         positional_encoding_figure)
+from .explain import contribution_figure, method_comparison_figure, method_table, source_share_figure
 from .export import (PLOTLY_CONFIG, TRACE_SCHEMA, figure_html, plotly_config, presenter_figure, svg_config,
                      trace_json,
                      trace_npz, trace_payload)
@@ -18,7 +19,8 @@ from .stats import STAT_COLUMNS, average_statistics, head_statistics, rollout, s
 from .words import merge_attention, merge_keys, merge_pieces, word_spans
 
 __all__ = [
-    "attention_heatmap", "overview_figure", "overview_selection", "head_grid_figure",
+    "attention_heatmap", "overview_figure",
+    "source_share_figure", "contribution_figure", "method_comparison_figure", "method_table", "overview_selection", "head_grid_figure",
     "mask_figure", "batch_padding_figure",
     "positional_encoding_figure", "position_similarity_figure", "position_bias_figure", "embedding_figure",
     "topk_bar_figure", "token_probability_html",

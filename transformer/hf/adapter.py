@@ -17,7 +17,7 @@ from transformers.modeling_outputs import BaseModelOutput
 from ..capture import Masks, no_capture
 from ..decoding import Hypothesis
 from ..masks import causal_mask
-from ..translator import Translation, Translator, _capture_cm, default_device
+from ..translator import Translation, Translator, _capture_cm, _explain, default_device
 from . import arch
 from .generation import beam_search, forced_logits, greedy, make_plan
 from .hooks import gating, install_hooks
@@ -144,7 +144,7 @@ class HFTranslator(Translator):
     @torch.inference_mode()
     def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, capture: bool = True,
                   top_k: int = 5, length_penalty: float | None = None, target: str | list[str] | None = None,
-                  head_mask=None) -> HFTranslation:
+                  head_mask=None, explain: bool = False) -> HFTranslation:
         """As Translator.translate. length_penalty None: the model's generation config. Step
         probabilities are the softmax of the raw logits (before generate's logits processors:
         a forced language code may be improbable under the model itself)."""
@@ -179,6 +179,7 @@ class HFTranslator(Translator):
         attention = self._trace(recorder, S, T) if capture else None
         steps = self._steps(output_ids, probs, top_k, attention)
         fed_ids = [plan.start] + output_ids[:-1]
+        explanation = _explain(self, source_ids, fed_ids, output_ids, gates, logits) if explain else None
         return HFTranslation(
             text=self.tokenizer.decode(output_ids), source_tokens=self.tokenizer.source_pieces(source_ids),
             target_tokens=self.tokenizer.pieces(fed_ids), output_tokens=self.tokenizer.pieces(output_ids),
@@ -187,7 +188,7 @@ class HFTranslator(Translator):
             positional_encoding=self._positions("encoder", max(S, T)),
             source_embeddings=self._embeddings(source), steps=steps, beam=beam_history, beam_final=beam_final,
             source_ids=source_ids, output_ids=output_ids, forced=target is not None,
-            seconds=time.perf_counter() - started, positional_kind=self.config.positional_kind,
+            seconds=time.perf_counter() - started, explanation=explanation, positional_kind=self.config.positional_kind,
             decoder_positional_encoding=self._positions("decoder", T),
             position_bias=self._bias("encoder", S), decoder_position_bias=self._bias("decoder", T))
 

@@ -1,0 +1,219 @@
+"""Re-run a translation from the weights and split every attention block into per-token vectors.
+
+Norm-based attention (Kobayashi et al., 2020): head h moves f_h(x_j) = W_O^h (W_V^h x_j + b_V^h)
+from token j to token i, scaled by α_hij, where W_O^h is the output projection restricted to
+head h's columns; ‖α_hij f_h(x_j)‖ says how much actually moved, not only how much was looked at.
+
+ALTI (Ferrando et al., 2022a) and ALTI+ (Ferrando et al., 2022b): a block's output is
+    y_i = Σ_j T_i(x_j) + b_i
+exactly. T_i(x_j) is Σ_h α_hij f_h(x_j) plus, for j = i (self-attention) or for the residual
+input (cross-attention), the residual x_i; post-LN blocks pass that sum through LayerNorm made
+linear per token by fixing its std σ_i. b_i gathers the biases no token owns: the output
+projection's bias (and, post-LN, LayerNorm's β and the centred bias over σ_i). The value bias
+b_V rides inside f_h, since each attention row sums to 1. The bias is assigned to no token: the
+ALTI formula c_ij = max(0, ‖ŷ_i‖₁ - ‖ŷ_i - T_i(x_j)‖₁), normalised over j, measures against
+ŷ_i = Σ_j T_i(x_j), the part tokens explain. A token whose T_i(x_j) is the zero vector (an
+ablated head's keys, every key when all heads are off) then gets exactly 0, which is why the
+source share is exactly 0 with every cross-attention head switched off. Feed-forward blocks and
+final norms are token-wise: they mix nothing, so rollout passes through them unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+
+from .explain_views import Attention, ModelView
+
+
+@dataclass
+class BlockParts:
+    """One attention block's decomposition, for tests and for anyone who wants the vectors."""
+    kind: str
+    layer: int
+    attention: torch.Tensor      # (Tq, Tk, D) Σ_h α_hij f_h(x_j): Σ_j of it + out bias = the attention output
+    parts: torch.Tensor          # (Tq, Tk', D) T_i(x_j); cross: Tk' = S + 1, the last one the residual
+    bias: torch.Tensor           # (Tq, D) b_i, owned by no token
+    output: torch.Tensor         # (Tq, D) the block's output y_i, as the forward computed it
+
+
+@dataclass
+class Decomposition:
+    logits: torch.Tensor                 # (T, V)
+    norms: dict                          # kind -> (layers, H, Tq, Tk) ‖α_hij f_h(x_j)‖
+    encoder_rollout: torch.Tensor        # (S, S) ALTI: encoder output j <- source token k
+    decoder_rollout: torch.Tensor        # (T, S + T) ALTI+: step t <- [source tokens | prefix tokens]
+    blocks: list = field(default_factory=list)   # BlockParts, when asked for
+    saliency: tuple | None = None        # ((T, S), (T, T)) unnormalised |grad × input|, when asked for
+
+
+def _gate(gates, a: Attention):
+    return None if gates is None else gates[a.kind][a.layer]
+
+
+def attend(a: Attention, q_in, kv_in, mask, gate):
+    """Multi-head attention as the model computes it. Returns (output (B, Tq, D),
+    weights (B, H, Tq, Tk), values (B, H, Tk, dh))."""
+    B, Tq, D = q_in.shape
+    H = a.n_heads
+    q = F.linear(q_in, a.q.weight, a.q.bias).view(B, Tq, H, -1).transpose(1, 2)       # (B, H, Tq, dh)
+    k = F.linear(kv_in, a.k.weight, a.k.bias).view(B, kv_in.shape[1], H, -1).transpose(1, 2)
+    v = F.linear(kv_in, a.v.weight, a.v.bias).view(B, kv_in.shape[1], H, -1).transpose(1, 2)
+    scores = (q * a.scale) @ k.transpose(-2, -1)                                      # (B, H, Tq, Tk)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    context = weights @ v                                                             # (B, H, Tq, dh)
+    if gate is not None:
+        context = context * gate.to(context.dtype).view(1, -1, 1, 1)
+    out = F.linear(context.transpose(1, 2).reshape(B, Tq, D), a.out.weight, a.out.bias)
+    return out, weights, v
+
+
+def attention_block(view: ModelView, a: Attention, x, kv, mask, gate, on_block=None):
+    """Residual + norm around attention: pre-LN x + A(LN(x)), post-LN LN(x + A(x)).
+    Cross-attention reads `kv` (the encoder output) as it is; self-attention reads its own input."""
+    h = a.norm(x) if view.norm_first else x
+    out, weights, v = attend(a, h, h if a.kind != "cross" else kv, mask, gate)
+    z = x + out
+    y = z if view.norm_first else a.norm(z)
+    if on_block is not None:
+        on_block(a, x, z, y, weights, v, gate)
+    return y
+
+
+def ffn_block(view: ModelView, f, x):
+    return x + f.fn(f.norm(x)) if view.norm_first else f.norm(x + f.fn(x))
+
+
+def run(view: ModelView, e_source, e_target, gates=None, on_block=None):
+    """The whole model from scaled token embeddings (B, S, D), (B, T, D): the decoder's last
+    hidden state (B, T, D), before its final norm and the output projection."""
+    x = view.encoder_input(e_source)
+    for attention, feed_forward in view.encoder:
+        x = attention_block(view, attention, x, x, None, _gate(gates, attention), on_block)
+        x = ffn_block(view, feed_forward, x)
+    memory = view.encoder_final(x)                                                    # (B, S, D)
+    T = e_target.shape[1]
+    causal = torch.ones(T, T, dtype=torch.bool, device=e_target.device).tril()[None, None]   # (1, 1, T, T)
+    h = view.decoder_input(e_target)
+    for self_attention, cross, feed_forward in view.decoder:
+        h = attention_block(view, self_attention, h, h, causal, _gate(gates, self_attention), on_block)
+        h = attention_block(view, cross, h, memory, None, _gate(gates, cross), on_block)
+        h = ffn_block(view, feed_forward, h)
+    return h
+
+
+def alti_contributions(parts: torch.Tensor, own: torch.Tensor) -> torch.Tensor:
+    """parts (Tq, Tk, D) -> contributions (Tq, Tk), rows summing to 1. A row nothing explains
+    (every part zero) goes wholly to `own` (Tq,), the index of the query's own/residual input."""
+    resultant = parts.sum(1)                                                          # (Tq, D)
+    distance = (resultant[:, None] - parts).abs().sum(-1)                             # (Tq, Tk)
+    c = (resultant.abs().sum(-1, keepdim=True) - distance).clamp(min=0)
+    total = c.sum(-1, keepdim=True)
+    empty = total[:, 0] <= 0
+    if empty.any():
+        c[empty] = 0
+        c[empty, own[empty]] = 1
+        total = c.sum(-1, keepdim=True)
+    return c / total
+
+
+class _Collector:
+    """on_block callback: decomposes each block of one sentence (B = 1) as the forward passes."""
+
+    def __init__(self, view: ModelView, keep_blocks: bool):
+        self.view, self.keep_blocks = view, keep_blocks
+        self.norms = {"encoder_self": [], "decoder_self": [], "cross": []}
+        self.contributions: list[tuple[str, torch.Tensor]] = []
+        self.blocks: list[BlockParts] = []
+
+    @torch.no_grad()
+    def __call__(self, a: Attention, x, z, y, weights, v, gate):
+        x, z, y, w, v = (t[0].detach() for t in (x, z, y, weights, v))                 # drop B
+        H, Tk, dh = v.shape
+        D = x.shape[-1]
+        fv = torch.einsum("hkd,ehd->hke", v, a.out.weight.view(D, H, dh))             # (H, Tk, D) f_h(x_j)
+        if gate is not None:
+            fv = fv * gate.to(fv.dtype).view(-1, 1, 1)
+        self.norms[a.kind].append(w * fv.norm(dim=-1)[:, None, :])                    # (H, Tq, Tk)
+        moved = torch.einsum("hij,hjd->ijd", w, fv)                                   # (Tq, Tk, D)
+        Tq = moved.shape[0]
+        rows = torch.arange(Tq, device=x.device)
+        if a.kind == "cross":
+            parts = torch.cat([moved, x[:, None, :]], dim=1)                          # (Tq, S + 1, D)
+            own = torch.full_like(rows, Tk)
+        else:
+            parts = moved.clone()
+            parts[rows, rows] += x                                                    # the residual is token i's own
+            own = rows
+        bias = a.out.bias if a.out.bias is not None else torch.zeros(D, dtype=x.dtype, device=x.device)
+        bias = bias.expand(Tq, D)
+        if not self.view.norm_first:                  # LN(Σ_j t_j + b), linear given the std σ_i of z_i
+            norm = a.norm
+            sigma = (z.var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()      # (Tq, 1)
+            gamma = norm.weight if norm.weight is not None else torch.ones_like(bias[0])
+            beta = norm.bias if norm.bias is not None else torch.zeros_like(bias[0])
+            parts = gamma * (parts - parts.mean(-1, keepdim=True)) / sigma[:, None]
+            bias = gamma * (bias - bias.mean(-1, keepdim=True)) / sigma + beta
+        self.contributions.append((a.kind, alti_contributions(parts, own)))
+        if self.keep_blocks:
+            self.blocks.append(BlockParts(a.kind, a.layer, moved, parts, bias, y))
+
+
+def decompose(view: ModelView, source, fed, gates=None, keep_blocks: bool = False,
+              output_ids: list[int] | None = None) -> Decomposition:
+    """One teacher-forced pass over source (1, S) and fed (1, T) ids, decomposed block by block,
+    with ALTI rollout: the encoder's first, then the decoder's over [source | prefix] tokens.
+    With output_ids, the same pass also gives saliency (see `_saliency`)."""
+    collect = _Collector(view, keep_blocks)
+    want_grad = output_ids is not None
+    with torch.enable_grad() if want_grad else torch.no_grad():
+        e_source = view.source_embedding(source).detach().requires_grad_(want_grad)   # (1, S, D)
+        e_target = view.target_embedding(fed).detach().requires_grad_(want_grad)      # (1, T, D)
+        hidden = run(view, e_source, e_target, gates, collect)                        # (1, T, D)
+        top = hidden.detach().requires_grad_(want_grad)
+        logits = view.logits(top)[0]                                                  # (T, V)
+        scores = _saliency(logits, output_ids, hidden, top, e_source, e_target) if want_grad else None
+    logits = logits.detach()
+    S, T = source.shape[1], fed.shape[1]
+    kw = dict(dtype=logits.dtype, device=logits.device)
+    enc = torch.eye(S, **kw)                                                          # (S, S)
+    dec = torch.cat([torch.zeros(T, S, **kw), torch.eye(T, **kw)], dim=1)             # (T, S + T)
+    for kind, c in collect.contributions:
+        c = c.to(logits.dtype)
+        if kind == "encoder_self":
+            enc = c @ enc
+        elif kind == "decoder_self":
+            dec = c @ dec
+        else:                                          # memory j carries enc[j]; the residual carries dec
+            from_source = torch.cat([c[:, :S] @ enc, torch.zeros(T, T, **kw)], dim=1)
+            dec = from_source + c[:, S:] * dec
+    norms = {kind: torch.stack(v) for kind, v in collect.norms.items()}
+    return Decomposition(logits, norms, enc, dec, collect.blocks, scores)
+
+
+def _saliency(logits, output_ids, hidden, top, e_source, e_target):
+    """|gradient × input| of log p(output piece t) w.r.t. the scaled token embeddings (before
+    positions), summed over the embedding dim: (source (T, S), prefix (T, T)), unnormalised; the
+    prefix is causal. It reuses the decomposition's forward. The final norm and output projection
+    are token-wise, so one plain backward gives g_t = d log p_t / d hidden_t for every t at once;
+    then one backward through the layers, batched over the T steps (`is_grads_batched`), carries
+    each g_t alone (grad_outputs row t is g_t at position t, zero elsewhere)."""
+    T = logits.shape[0]
+    chosen = torch.as_tensor(output_ids, device=logits.device)[:, None]
+    log_p = torch.log_softmax(logits.float(), dim=-1).gather(1, chosen)               # (T, 1)
+    (g_top,) = torch.autograd.grad(log_p.sum(), top)                                  # (1, T, D)
+    steps = torch.arange(T, device=hidden.device)
+    seeds = torch.zeros((T,) + tuple(hidden.shape), dtype=hidden.dtype, device=hidden.device)   # (T, 1, T, D)
+    seeds[steps, 0, steps] = g_top[0]
+    inputs = (e_source, e_target)
+    try:
+        g_source, g_target = torch.autograd.grad(hidden, inputs, grad_outputs=seeds, is_grads_batched=True)
+    except RuntimeError:                             # an op without a batching rule: one step at a time
+        grads = [torch.autograd.grad(hidden, inputs, grad_outputs=seeds[t], retain_graph=True) for t in range(T)]
+        g_source, g_target = (torch.stack([g[i] for g in grads]) for i in range(2))
+    with torch.no_grad():                            # (T, 1, n, D) gradients times (1, n, D) inputs
+        return ((g_source[:, 0] * e_source[0]).abs().sum(-1),                          # (T, S)
+                (g_target[:, 0] * e_target[0]).abs().sum(-1).tril())                   # (T, T)

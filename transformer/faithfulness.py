@@ -1,0 +1,137 @@
+"""Which explanation tells the truth? Perturb what a method ranks highest and watch p fall.
+
+`perturbation_test` drops the top-1 and top-3 source pieces a method ranks highest for each
+output step and re-runs forced decoding of the same output: a faithful method's top pieces
+should cost the chosen piece the most probability. "Dropping" replaces the piece's id with
+<unk> and keeps every other piece at its position: removing pieces would shift every later
+position and change the length, which confounds the test with positional effects; <unk> is the
+model's own "no information here" piece. Special pieces (</s>, language codes) are never
+dropped. `rank_correlations` compares methods' rankings per step (Spearman, numpy only).
+"""
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+import torch
+
+from .capture import no_capture
+from .explain import method_scores
+from .explain_views import unk_id
+
+
+def _special_ids(tr) -> set[int]:
+    hf = getattr(tr.tokenizer, "hf", None)
+    return set(hf.all_special_ids) if hf is not None else {0, 1, 2, 3}
+
+
+def _hf_gating(hf: bool, gates):
+    if not hf:
+        return contextlib.nullcontext()
+    from .hf.hooks import gating
+    return gating(gates)
+
+
+@torch.inference_mode()
+def _forced_probs(tr, sources: list[list[int]], fed_ids: list[int], gates, chunk: int = 16) -> np.ndarray:
+    """p(· | prefix) for each perturbed source, one forced pass per row: (N, T, V) -> float32 probs."""
+    fed_one = torch.tensor([fed_ids], dtype=torch.long, device=tr.device)            # (1, T)
+    out = []
+    hf = hasattr(tr, "family")
+    with no_capture(), _hf_gating(hf, gates):
+        for start in range(0, len(sources), chunk):
+            src = torch.tensor(sources[start:start + chunk], dtype=torch.long, device=tr.device)   # (B, S)
+            fed = fed_one.expand(src.shape[0], -1)
+            if hf:                                     # Hugging Face: gates act through its hooks
+                logits = tr.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=fed,
+                                  use_cache=False, return_dict=True).logits
+            else:
+                logits = tr.model(src, None, fed, gates=gates)                        # (B, T, V)
+            out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
+    return np.concatenate(out)
+
+
+def perturbation_test(tr, out, scores: dict | None = None, ks=(1, 3), head_mask=None,
+                      random_baseline: bool = True, seed: int = 0):
+    """One row per (method, output step, k): the k source pieces the method ranks highest for
+    that step become <unk>, the same output is forced again, and p(chosen piece) is compared.
+
+    out: a Translation (its source_ids, output_ids and fed pieces); scores: {method: (T, S)}, by
+    default `method_scores(out)` (raw attention, norm-based, ALTI+, saliency); head_mask: the
+    run's ablation, if any, applied to the re-runs too; random_baseline adds a "random" method
+    (seeded) to compare against. Returns a pandas DataFrame with columns method, step, k,
+    dropped (source positions), p_before, p_after, drop (p_before - p_after), argmax_changed.
+    """
+    import pandas as pd
+    scores = dict(method_scores(out) if scores is None else scores)
+    source, output = list(out.source_ids), list(out.output_ids)
+    T, S = len(output), len(source)
+    fed = tr.tokenizer.piece_ids(out.target_tokens[:1]) + output[:-1]
+    special = _special_ids(tr)
+    candidates = np.array([j for j, i in enumerate(source) if i not in special])
+    if random_baseline:
+        rng = np.random.default_rng(seed)
+        scores["random"] = rng.random((T, S))
+    for name, s in scores.items():
+        if np.shape(s) != (T, S):
+            raise ValueError(f"scores[{name!r}] has shape {np.shape(s)}, expected (T, S) = ({T}, {S})")
+    plans, variants = [], {tuple(source): 0}
+    unk = unk_id(tr)
+    for name, s in scores.items():
+        for t in range(T):
+            row = np.asarray(s[t], dtype=np.float64)[candidates]
+            order = candidates[np.argsort(-row, kind="stable")]                         # best first
+            for k in ks:
+                dropped = sorted(int(j) for j in order[:k])
+                ids = [unk if j in dropped else i for j, i in enumerate(source)]
+                index = variants.setdefault(tuple(ids), len(variants))
+                plans.append((name, t, int(k), dropped, index))
+    probs = _forced_probs(tr, [list(v) for v in variants], fed, tr._gates(head_mask))   # (N, T, V)
+    rows = []
+    for name, t, k, dropped, index in plans:
+        before, after = probs[0, t], probs[index, t]
+        rows.append(dict(method=name, step=t, k=k, dropped=dropped, p_before=float(before[output[t]]),
+                         p_after=float(after[output[t]]), argmax_changed=bool(after.argmax() != before.argmax())))
+    frame = pd.DataFrame(rows)
+    frame.insert(6, "drop", frame.p_before - frame.p_after)
+    return frame
+
+
+def perturbation_summary(frame):
+    """Per method and k: mean fall of p(chosen piece), and how often the argmax piece changed."""
+    return (frame.groupby(["method", "k"], sort=False)
+            .agg(mean_drop=("drop", "mean"), flip_rate=("argmax_changed", "mean"), steps=("step", "count"))
+            .reset_index())
+
+
+def average_ranks(values) -> np.ndarray:
+    """Ranks 1..n, ties sharing their average rank (as scipy.stats.rankdata)."""
+    values = np.asarray(values, dtype=np.float64)
+    order = np.argsort(values, kind="stable")
+    ranks = np.empty(len(values))
+    ranks[order] = np.arange(1, len(values) + 1)
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    sums = np.bincount(inverse, weights=ranks)
+    return sums[inverse] / counts[inverse]
+
+
+def spearman(a, b) -> float:
+    """Spearman's rank correlation of two equal-length vectors; nan when either is constant."""
+    ra, rb = average_ranks(a), average_ranks(b)
+    ra, rb = ra - ra.mean(), rb - rb.mean()
+    denominator = np.sqrt((ra * ra).sum() * (rb * rb).sum())
+    return float((ra * rb).sum() / denominator) if denominator > 0 else float("nan")
+
+
+def rank_correlations(scores: dict, positions=None):
+    """Per output step and pair of methods, Spearman's rho between their (T, S) rows; positions
+    limits the columns compared (e.g. leave out </s>). Returns a pandas DataFrame with columns
+    step, method_a, method_b, spearman."""
+    import pandas as pd
+    names = list(scores)
+    arrays = {n: np.asarray(scores[n], dtype=np.float64) for n in names}
+    T = arrays[names[0]].shape[0]
+    cols = slice(None) if positions is None else list(positions)
+    rows = [dict(step=t, method_a=a, method_b=b, spearman=spearman(arrays[a][t, cols], arrays[b][t, cols]))
+            for t in range(T) for i, a in enumerate(names) for b in names[i + 1:]]
+    return pd.DataFrame(rows, columns=["step", "method_a", "method_b", "spearman"])
