@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import csv
+import gc
+import hashlib
 import json
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +41,7 @@ class Result:
     head_mask: tuple = ()           # the (kind, layer, head) switched off in this run
     positional_kind: str = "sinusoidal"      # "sinusoidal", "learned" or "relative_bias" (T5)
     position_bias: np.ndarray | None = None  # T5: (heads, S, S) encoder relative position bias
+    key: str = ""                   # names the translate() call that made it (figure cache keys)
 
     def mean_prob(self) -> float:
         probs = self.probs()
@@ -57,7 +61,14 @@ class Result:
         return [prob for _, prob, _ in self.steps]
 
 
-def to_result(out, device: str, head_mask: tuple = ()) -> Result:
+def read_only(array):
+    """The array, frozen: one Result is shared by every session that asks for the same run."""
+    if isinstance(array, np.ndarray):
+        array.setflags(write=False)
+    return array
+
+
+def to_result(out, device: str, head_mask: tuple = (), key: str = "") -> Result:
     att = out.attention
     beam = None if out.beam is None else [[(tuple(h.pieces), float(h.score), h.parent, bool(h.finished))
                                            for h in step] for step in out.beam]
@@ -65,17 +76,17 @@ def to_result(out, device: str, head_mask: tuple = ()) -> Result:
         text=out.text, source_tokens=list(out.source_tokens), target_tokens=list(out.target_tokens),
         output_tokens=list(out.output_tokens), truncated=bool(out.truncated),
         forced=bool(getattr(out, "forced", False)),
-        attention={"encoder_self": np.asarray(att.encoder_self), "decoder_self": np.asarray(att.decoder_self),
-                   "cross": np.asarray(att.cross)},
-        source_padding=np.asarray(out.masks.source_padding, dtype=bool),
-        target_causal=np.asarray(out.masks.target_causal, dtype=bool),
-        positional_encoding=np.asarray(out.positional_encoding),
-        source_embeddings=np.asarray(out.source_embeddings),
+        attention={kind: read_only(np.array(getattr(att, kind))) for kind in ("encoder_self", "decoder_self", "cross")},
+        source_padding=read_only(np.array(out.masks.source_padding, dtype=bool)),
+        target_causal=read_only(np.array(out.masks.target_causal, dtype=bool)),
+        positional_encoding=read_only(np.array(out.positional_encoding)),
+        source_embeddings=read_only(np.array(out.source_embeddings)),
         steps=[(s.token, float(s.prob), [(p, float(q)) for p, q in s.top_k]) for s in out.steps],
         seconds=float(getattr(out, "seconds", 0.0)), device=device, beam=beam,
         beam_final=None if out.beam_final is None else tuple(out.beam_final), head_mask=tuple(head_mask),
         positional_kind=str(getattr(out, "positional_kind", "sinusoidal")),
-        position_bias=None if getattr(out, "position_bias", None) is None else np.asarray(out.position_bias))
+        position_bias=None if getattr(out, "position_bias", None) is None else read_only(np.array(out.position_bias)),
+        key=key)
 
 
 def find_models(folder: str) -> dict:
@@ -113,6 +124,24 @@ def model_info(path: str, stamp=None) -> ModelInfo:
         source, target = (pair + ["", ""])[:2] if len(pair) == 2 else ("", "")
         return ModelInfo(True, str(config["model_type"]), source, target)
     return ModelInfo(False, "atlas", str(config.get("source_lang", "src")), str(config.get("target_lang", "tgt")))
+
+
+def label_for(name: str, info: ModelInfo) -> str:
+    """'en-de (en → de)' for ours, 'opus-mt-en-de (Hugging Face marian)' for theirs."""
+    if info.hf:
+        return f"{name} (Hugging Face {info.model_type})"
+    return f"{name} ({info.source_lang or 'src'} → {info.target_lang or 'tgt'})"
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _model_labels(items: tuple, stamps: tuple) -> dict:
+    return {name: label_for(name, model_info(path, stamp)) for (name, path), stamp in zip(items, stamps)}
+
+
+def model_labels(models: dict) -> dict:
+    """name -> picker label for every model, one cache lookup per run (keyed on config.json times)."""
+    items = tuple(models.items())
+    return _model_labels(items, file_stamps(tuple(str(Path(path) / "config.json") for _, path in items)))
 
 
 def model_languages(path: str) -> tuple[str, str]:
@@ -183,15 +212,30 @@ def get_translator(ref, device: str):
     from transformer import Translator
     path, source_lang, target_lang = ref if isinstance(ref, tuple) else (ref, None, None)
     if source_lang or target_lang:
-        return Translator.load(path, device=device, source_lang=source_lang, target_lang=target_lang)
-    return Translator.load(path, device=device)
+        translator = Translator.load(path, device=device, source_lang=source_lang, target_lang=target_lang)
+    else:
+        translator = Translator.load(path, device=device)
+    settle_heap()
+    return translator
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+def settle_heap() -> None:
+    """Move every object alive now (torch, transformers, the model: hundreds of thousands of
+    long-lived objects) out of the garbage collector's view. Python's full collections then only
+    walk what the page runs create, which keeps them cheap with many sessions at once. Each load
+    first unfreezes and collects, so cycles left by a model the LRU dropped are still freed."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
 def translate(path: str, device: str, text: str, beam_size: int, target, slots: int,
               head_mask: tuple = ()) -> Result:
     """Translate with capture; cached per (model, device, text, beam size, reference, ablated heads).
 
+    One Result per process for each such call, shared by every session (its arrays are read-only):
+    an audience opening the same link costs one translation and no copies.
     `target`: None, a reference text, or a tuple of pieces fed exactly (forced decoding).
     """
     translator = get_translator(path, device)
@@ -204,7 +248,42 @@ def translate(path: str, device: str, text: str, beam_size: int, target, slots: 
                                    head_mask=set(head_mask) or None)
     finally:
         semaphore.release()
-    return to_result(out, str(translator.device), head_mask)
+    key = hashlib.sha1(repr((path, device, text, beam_size, target, tuple(head_mask))).encode()).hexdigest()
+    return to_result(out, str(translator.device), head_mask, key)
+
+
+class FigureCache:
+    """Figures many sessions share (same run, view and settings), built once per process.
+
+    A figure handed out here is shared: callers draw or export it and never change it
+    (presenter mode draws a copy). Least recently used entries go first."""
+
+    def __init__(self, max_entries: int):
+        self.max_entries = max_entries
+        self._figures: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple, build):
+        with self._lock:
+            if key in self._figures:
+                self._figures.move_to_end(key)
+                return self._figures[key]
+        figure = build()                 # outside the lock: other figures need not wait
+        with self._lock:
+            figure = self._figures.setdefault(key, figure)
+            self._figures.move_to_end(key)
+            while len(self._figures) > self.max_entries:
+                self._figures.popitem(last=False)
+        return figure
+
+    def __len__(self) -> int:
+        return len(self._figures)
+
+
+@st.cache_resource(show_spinner=False)
+def figure_cache(max_entries: int) -> FigureCache:
+    """The process's shared figures (FIGURE_CACHE_ENTRIES of them)."""
+    return FigureCache(max_entries)
 
 
 def kind_statistics(result: Result) -> dict:

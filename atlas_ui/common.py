@@ -12,7 +12,8 @@ from viz.heatmaps import visible_positions
 from viz.words import merge_attention
 
 from . import state
-from .settings import KIND_LABELS, KINDS
+from .backend import figure_cache
+from .settings import FIGURE_CACHE_ENTRIES, KIND_LABELS, KINDS
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")     # every ASCII punctuation character
 
@@ -42,6 +43,14 @@ def chart(fig, key: str, **kwargs):
     image_format = state.kept("image_format", "png")
     config = PLOTLY_CONFIG if image_format == "png" else svg_config()
     return st.plotly_chart(fig, key=key, config=config, theme=None, width="stretch", **kwargs)
+
+
+def shared_figure(result, key: tuple, build):
+    """`build()`, or the figure it made before for the same run (`result.key`) and `key`, in any
+    session of this process. `key` must name everything the figure depends on besides the run."""
+    if not getattr(result, "key", ""):
+        return build()
+    return figure_cache(FIGURE_CACHE_ENTRIES).get((result.key, *key), build)
 
 
 def heat_height(rows: int, low: int = 320, high: int = 900) -> int:

@@ -1,13 +1,12 @@
 """The sidebar (model, device, display options, status) and the input area."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pandas as pd
 import streamlit as st
 
 from . import state
-from .backend import available_devices, file_stamps, language_options, model_info, model_languages
+from .backend import available_devices, language_options, model_labels
 from .common import Display, escape_md
 from .settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS
 
@@ -20,15 +19,17 @@ def sidebar(models: dict, default_model: str = DEFAULT_MODEL) -> tuple[str, str,
     with st.sidebar:
         st.header("Attention Atlas")
         st.caption("Every head, every layer, every decoding step of an encoder–decoder Transformer.")
-        model = state.selectbox("Model", list(models), "model", default_model,
-                                format_func=lambda name: model_label(name, models[name]))
+        labels = model_labels(models)
+        model = state.selectbox("Model", list(models), "model", default_model, format_func=labels.get)
         hub_id = state.text_input("Or a Hugging Face model (hub id)", "hub_id",
                                   placeholder="Helsinki-NLP/opus-mt-en-de",
                                   help="Any Marian, NLLB/M2M100, mBART-50, BART or T5 translation model; "
                                        "downloaded once, so the server must be online.").strip()
         if hub_id:
             model = hub_id
-        device = state.selectbox("Device", available_devices(), "device")
+        devices = available_devices()
+        # a picker with one option is one more element per run for nothing: CPU-only shows it in Status
+        device = state.selectbox("Device", devices, "device") if len(devices) > 1 else devices[0]
         st.subheader("Display")
         display = Display(
             hide_special=state.toggle("Hide special tokens", "hide_special",
@@ -45,14 +46,6 @@ def sidebar(models: dict, default_model: str = DEFAULT_MODEL) -> tuple[str, str,
         state.selectbox("Chart camera button saves", ["png", "svg"], "image_format", format_func=str.upper,
                         help="PNG at 2× for slides, or SVG (vector) for papers.")
     return model, device, display
-
-
-def model_label(name: str, path: str) -> str:
-    """'en-de (en → de)' for ours, 'opus-mt-en-de (Hugging Face marian)' for theirs."""
-    info = model_info(path, file_stamps((str(Path(path) / "config.json"),)))
-    if info.hf:
-        return f"{name} (Hugging Face {info.model_type})"
-    return "{} ({} → {})".format(name, *model_languages(path))
 
 
 def language_picker(path: str) -> tuple[str | None, str | None]:
@@ -75,8 +68,8 @@ def language_picker(path: str) -> tuple[str | None, str | None]:
     return source, target
 
 
-def card_scores(card: dict) -> pd.DataFrame:
-    """BLEU/chrF for val and test_2016_flickr × greedy/beam 4; missing values stay empty."""
+def score_rows(card: dict) -> list[dict]:
+    """BLEU/chrF for val and test_2016_flickr × greedy/beam 4; missing values are None."""
     scores = card.get("scores") if isinstance(card, dict) else None
     scores = scores if isinstance(scores, dict) else {}
     rows = []
@@ -86,39 +79,57 @@ def card_scores(card: dict) -> pd.DataFrame:
         entry = entry if isinstance(entry, dict) else {}
         rows.append({"score": f"{SPLIT_NAMES.get(split, split)} {decoding}",
                      "BLEU": _number(entry.get("bleu")), "chrF": _number(entry.get("chrf"))})
-    return pd.DataFrame(rows)
+    return rows
+
+
+def card_scores(card: dict) -> pd.DataFrame:
+    return pd.DataFrame(score_rows(card))
 
 
 def _number(value):
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
+def scores_markdown(rows: list[dict]) -> str | None:
+    """The card's scores as a Markdown table (one element; numbers only, no user text), or None
+    when the card has none."""
+    if all(row["BLEU"] is None and row["chrF"] is None for row in rows):
+        return None
+    def cell(value):
+        return "–" if value is None else f"{value:.1f}"
+    lines = [f"| {row['score']} | {cell(row['BLEU'])} | {cell(row['chrF'])} |" for row in rows]
+    return "| score | BLEU | chrF |\n|---|---:|---:|\n" + "\n".join(lines)
+
+
 def show_status(box, translator, result, figure_seconds: float | None) -> None:
+    """Device, timings and the model card's scores, in as few elements as the page allows
+    (every element is one more message per run, for every session)."""
     with box:
         st.subheader("Status")
         device = str(translator.device)
-        st.text(f"Device: {'GPU' if device.startswith('cuda') else 'CPU'} ({device})")
+        lines = [f"Device: {'GPU' if device.startswith('cuda') else 'CPU'} ({device})"]
         if result is not None:
-            st.text(f"Translation run: {result.seconds:.2f} s")
+            lines.append(f"Translation run: {result.seconds:.2f} s")
         if figure_seconds is not None:
-            st.text(f"Figures: {figure_seconds:.2f} s")
+            lines.append(f"Figures: {figure_seconds:.2f} s")
+        st.text("\n".join(lines))
         card = translator.card if isinstance(translator.card, dict) else {}
         data = card.get("data") if isinstance(card.get("data"), dict) else {}
+        notes = []
         if "multi30k" in str(data.get("dataset", "")).lower():
-            st.caption("Trained on Multi30k image captions only: it translates sentences that describe a "
-                       "scene. Other text comes out garbled; open a real model for that.")
+            notes.append("Trained on Multi30k image captions only: it translates sentences that describe a "
+                         "scene. Other text comes out garbled; open a real model for that.")
         elif card.get("family"):
-            st.caption("Hugging Face model · " + escape_md(str(card.get("architecture") or card["family"]), 80)
-                       + " · positions: " + escape_md(str(card.get("positional_kind", "?")), 40))
-        st.caption("Model card: " + escape_md(str(card.get("name", "unnamed model")), 80)
-                   + " · val and test_2016_flickr (test16), greedy and beam 4")
-        table = card_scores(card)
-        if table[["BLEU", "chrF"]].notna().any().any():
-            st.dataframe(table, hide_index=True, key="card_scores", column_config={
-                "BLEU": st.column_config.NumberColumn(format="%.1f"),
-                "chrF": st.column_config.NumberColumn(format="%.1f")})
-        else:
-            st.caption("The model card has no scores.")
+            notes.append("Hugging Face model · " + escape_md(str(card.get("architecture") or card["family"]), 80)
+                         + " · positions: " + escape_md(str(card.get("positional_kind", "?")), 40))
+        notes.append("Model card: " + escape_md(str(card.get("name", "unnamed model")), 80)
+                     + " · val and test_2016_flickr (test16), greedy and beam 4")
+        table = scores_markdown(score_rows(card))
+        if table is None:
+            notes.append("The model card has no scores.")
+        st.caption("\n\n".join(notes))
+        if table is not None:
+            st.markdown(table)
 
 
 def _use_example(examples: list, source_key: str) -> None:

@@ -13,6 +13,7 @@ TOP_K = 10                  # candidates kept per decoding step
 MAX_BEAM = 8
 MAX_COMPARE_HEADS = 4
 MAX_LOADED_MODELS = 3       # models kept in memory per process (least recently used goes)
+FIGURE_CACHE_ENTRIES = 64   # figures shared between sessions, per process (least recently used goes)
 LOW_CONFIDENCE = 0.35       # mean piece probability under which a translation gets the "outside" note
 REAL_MODEL_HINT = "Helsinki-NLP/opus-mt-en-de"
 

@@ -8,18 +8,21 @@ import streamlit as st
 from viz import attention_heatmap, head_grid_figure, overview_figure, overview_selection
 
 from . import state
-from .common import (chart, escape_md, head_title, heat_height, n_heads, n_layers, pick_head, pick_kind,
+from .common import (chart, escape_md, shared_figure, head_title, heat_height, n_heads, n_layers, pick_head, pick_kind,
                      pick_layer, weights_for)
 from .settings import KIND_LABELS, KINDS, MAX_COMPARE_HEADS
 
 
 def _head_heatmap(result, display, kind, layer, head, key, height=None):
     """One head (or the mean over heads when head is None) as a large heatmap."""
-    weights, queries, keys = weights_for(result, kind, display.words)
-    matrix = weights[layer].mean(axis=0) if head is None else weights[layer, head]
-    fig = attention_heatmap(matrix, queries, keys, head_title(kind, layer, head), normalize=display.normalize,
-                            show_space=display.show_space, hide_special=display.hide_special,
-                            height=height or heat_height(len(queries)))
+    def build():
+        weights, queries, keys = weights_for(result, kind, display.words)
+        matrix = weights[layer].mean(axis=0) if head is None else weights[layer, head]
+        return attention_heatmap(matrix, queries, keys, head_title(kind, layer, head), normalize=display.normalize,
+                                 show_space=display.show_space, hide_special=display.hide_special,
+                                 height=height or heat_height(len(queries)))
+
+    fig = shared_figure(result, ("head", kind, layer, head, display, height), build)
     chart(fig, key)
     return fig
 
