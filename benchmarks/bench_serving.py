@@ -32,7 +32,7 @@ from urllib.parse import urlencode
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from serving.client import RunRecord, crowd, open_link, percentile, rerun_flood  # noqa: E402
+from serving.client import RunRecord, bad_input_crowd, crowd, open_link, percentile  # noqa: E402
 from serving.proxy import ProxiedApp  # noqa: E402
 from serving.servers import AppServer, rss_mb  # noqa: E402
 
@@ -126,27 +126,10 @@ def memory(total: int, wave: int = 20) -> None:
               f"{min(tail):.0f}..{max(tail):.0f} MB (spread {max(tail) - min(tail):.0f} MB); failures {failures}")
 
 
-async def bad_crowd(url: str, normal: int, long_sessions: int, leavers: int, flood: int) -> dict:
-    long_text = ("A man in a red jacket rides his bicycle down a narrow street near the old market. " * 13)[:1000]
-    tasks = {
-        "normal": [open_link(url, urlencode(LINK)) for _ in range(normal)],
-        "long": [open_link(url, urlencode({**LINK, "sentence": long_text})) for _ in range(long_sessions)],
-        "leavers": [open_link(url, urlencode({**LINK, "view": "Overview"}), leave_after=0.05 * (i % 10))
-                    for i in range(leavers)],
-        "flood": [rerun_flood(url, urlencode(LINK), flood)],
-    }
-    flat = [(name, task) for name, group in tasks.items() for task in group]
-    results = await asyncio.gather(*(task for _, task in flat))
-    grouped: dict = {}
-    for (name, _), record in zip(flat, results):
-        grouped.setdefault(name, []).append(record)
-    return grouped
-
-
 def bad_input(args) -> None:
     with AppServer("app.py") as app:
         asyncio.run(open_link(app.url, urlencode(LINK)))
-        grouped = asyncio.run(bad_crowd(app.url, normal=40, long_sessions=40, leavers=20, flood=50))
+        grouped = asyncio.run(bad_input_crowd(app.url, urlencode(LINK), normal=40, long_sessions=40, leavers=20, flood=50))
         for name in ("normal", "long"):
             print(line(name, {**summary(grouped[name]), "rss_before": float("nan"), "rss_after": app.rss_mb()}))
         flood = grouped["flood"][0]

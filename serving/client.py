@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -118,42 +118,72 @@ async def crowd(base_url: str, queries: list[str], timeout: float = 120.0) -> li
 
 
 async def rerun_flood(base_url: str, query: str, reruns: int, timeout: float = 120.0) -> RunRecord:
-    """One session that sends `reruns` rerun requests back to back (rapid clicks).
+    """One session that sends `reruns` rerun requests back to back (rapid clicks), then checks that
+    the session still answers.
 
-    A heartbeat follows the requests: its ack means the server has taken every request. The
-    flood is over at the first "script stopped running" status after that ack, or at the ack if
-    the runs had already stopped and no run started after the last one finished."""
+    Streamlit coalesces reruns that arrive while a run is going, so the flood is over when the
+    session says its script stopped running after at least one finished run. A heartbeat can't mark
+    that point: its ack is dropped when a new run clears the session's outgoing queue. The session
+    then gets one more rerun; `finished` is set when a run that started after it ends, so a stuck
+    session times out here instead of looking fine."""
     ws_url, origin = stream_url(base_url)
     record = RunRecord(query)
     started = time.perf_counter()
-    heartbeat = BackMsg()
-    heartbeat.app_heartbeat = True
     try:
         async with asyncio.timeout(timeout):
             async with connect(ws_url, subprotocols=["streamlit"], origin=origin, max_size=None,
                                compression=None) as websocket:
                 for _ in range(reruns):
                     await websocket.send(rerun_message(query))
-                await websocket.send(heartbeat.SerializeToString())
-                acked, running = False, None
-                async for raw in websocket:
-                    note_message(record, raw, started)
-                    msg = ForwardMsg()
-                    msg.ParseFromString(raw)
-                    kind = msg.WhichOneof("type")
-                    if kind == "session_status_changed":
-                        running = msg.session_status_changed.script_is_running
-                        if acked and not running:
-                            break
-                    elif kind == "heartbeat_ack":
-                        acked = True
-                        if running is False:
-                            break
+                await until_runs_end(websocket, record, started)
+                record.finished = None
+                await websocket.send(rerun_message(query))
+                await until_runs_end(websocket, record, started)
     except TimeoutError:
         record.errors.append(f"timed out after {timeout:.0f} s")
     except Exception as exc:  # noqa: BLE001
         record.errors.append(f"{type(exc).__name__}: {exc}")
     return record
+
+
+async def until_runs_end(websocket, record: RunRecord, started: float) -> None:
+    """Read until a run has finished and the session then says no script is running."""
+    finished_one = False
+    async for raw in websocket:
+        finished_one |= note_message(record, raw, started)
+        msg = ForwardMsg()
+        msg.ParseFromString(raw)
+        if msg.WhichOneof("type") == "session_status_changed" and finished_one \
+                and not msg.session_status_changed.script_is_running:
+            return
+    raise ConnectionError("the server closed the session")
+
+
+async def bad_input_crowd(url: str, query: str, normal: int, long_sessions: int, leavers: int, flood: int) -> dict:
+    """Bad input under load, all at once: `normal` sessions open `query`; `long_sessions` open it
+    with a 1,000-character sentence; `leavers` disconnect mid-run; one session sends `flood`
+    reruns back to back. Returns the records grouped by those names."""
+    long_text = ("A man in a red jacket rides his bicycle down a narrow street near the old market. " * 13)[:1000]
+    tasks = {
+        "normal": [open_link(url, query) for _ in range(normal)],
+        "long": [open_link(url, with_params(query, sentence=long_text)) for _ in range(long_sessions)],
+        "leavers": [open_link(url, with_params(query, view="Overview"), leave_after=0.05 * (i % 10))
+                    for i in range(leavers)],
+        "flood": [rerun_flood(url, query, flood)],
+    }
+    flat = [(name, task) for name, group in tasks.items() for task in group]
+    results = await asyncio.gather(*(task for _, task in flat))
+    grouped: dict = {}
+    for (name, _), record in zip(flat, results):
+        grouped.setdefault(name, []).append(record)
+    return grouped
+
+
+def with_params(query: str, **params) -> str:
+    """`query` with some parameters replaced."""
+    fields = dict(parse_qsl(query))
+    fields.update(params)
+    return urlencode(fields)
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -1,0 +1,90 @@
+"""Serving many people: sessions over Streamlit's websocket protocol (serving/client.py), bad input
+under load, and two app processes behind nginx with sticky sessions (serving/proxy.py).
+
+The timings live in benchmarks/bench_serving.py; these tests check behaviour only."""
+from __future__ import annotations
+
+import asyncio
+import shutil
+import urllib.request
+from urllib.parse import urlencode
+
+import pytest
+
+from browser_utils import REQUIRED
+from serving.client import bad_input_crowd, crowd, open_link
+from serving.proxy import ROUTE_COOKIE, ProxiedApp, nginx_config
+from serving.servers import AppServer
+
+LINK = {"model": "en-de", "sentence": "Two dogs play in the snow.", "view": "Heatmap"}
+NEEDS_NGINX = pytest.mark.skipif(shutil.which("nginx") is None and not REQUIRED,
+                                 reason="nginx is not installed (apt-get install -y nginx-light)")
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory):
+    with AppServer("app.py", log_dir=tmp_path_factory.mktemp("serving")) as server:
+        yield server
+
+
+def server_log(server) -> str:
+    return (server.log_dir / f"server-app-{server.port}.log").read_text(errors="replace")
+
+
+def test_a_session_gets_the_links_chart_over_the_websocket(app):
+    record = asyncio.run(open_link(app.url, urlencode(LINK)))
+    assert record.ok, record.errors
+    assert record.first_chart <= record.finished
+    assert record.charts == 1                      # the Heatmap view draws one chart
+
+
+def test_bad_input_under_load_leaves_everyone_else_their_chart(app):
+    grouped = asyncio.run(bad_input_crowd(app.url, urlencode(LINK), normal=10, long_sessions=10, leavers=10, flood=20))
+    assert all(r.ok for r in grouped["normal"]), [r.errors for r in grouped["normal"]]
+    assert all(r.ok for r in grouped["long"]), [r.errors for r in grouped["long"]]   # 1,000 characters
+    flood = grouped["flood"][0]
+    assert not flood.errors and flood.finished is not None, flood.errors
+    after = asyncio.run(crowd(app.url, [urlencode(LINK)] * 5))
+    assert all(r.ok for r in after), [r.errors for r in after]
+    log = server_log(app)
+    assert "Traceback" not in log and "Unexpected" not in log, log[-3000:]
+
+
+def test_nginx_config_names_every_process_and_proxies_websockets(tmp_path):
+    conf = nginx_config(tmp_path, [8601, 8602], 8501)
+    assert "server 127.0.0.1:8601;" in conf and "server 127.0.0.1:8602;" in conf
+    assert "hash $route consistent;" in conf and f"$cookie_{ROUTE_COOKIE}" in conf
+    assert "proxy_set_header Upgrade $http_upgrade;" in conf
+    assert "listen 127.0.0.1:8501;" in conf
+    with pytest.raises(ValueError, match="at least one"):
+        nginx_config(tmp_path, [], 8501)
+
+
+def upstream_of(url: str, cookie: str | None) -> tuple[str, str | None]:
+    request = urllib.request.Request(f"{url}/_stcore/health",
+                                     headers={"Cookie": f"{ROUTE_COOKIE}={cookie}"} if cookie else {})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.read().decode().strip() == "ok"
+        # Streamlit sets its own xsrf cookie too: pick the route cookie nginx adds
+        routes = [c for c in response.headers.get_all("Set-Cookie") or [] if c.startswith(f"{ROUTE_COOKIE}=")]
+        return response.headers["X-Atlas-Upstream"], routes[0] if routes else None
+
+
+@NEEDS_NGINX
+def test_two_processes_behind_nginx_keep_each_session_on_one(tmp_path):
+    with ProxiedApp(processes=2, log_dir=tmp_path) as proxy:
+        # a first request gets a route cookie; with it, every request goes to the same process
+        first, set_cookie = upstream_of(proxy.url, None)
+        assert set_cookie and set_cookie.startswith(f"{ROUTE_COOKIE}=")
+        route = set_cookie.split(";")[0].split("=", 1)[1]
+        assert {upstream_of(proxy.url, route)[0] for _ in range(10)} == {first}
+        # different routes spread over both processes (consistent hashing over the cookie)
+        seen = set()
+        for index in range(200):
+            seen.add(upstream_of(proxy.url, f"route-{index}")[0])
+            if len(seen) == 2:
+                break
+        assert seen == {f"127.0.0.1:{server.port}" for server in proxy.servers}
+        # the websocket goes through too: a session gets its chart via the proxy
+        records = asyncio.run(crowd(proxy.url, [urlencode(LINK)] * 4))
+        assert all(r.ok for r in records), [r.errors for r in records]
