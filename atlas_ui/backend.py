@@ -6,7 +6,6 @@ import gc
 import hashlib
 import json
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import torch
 
 from viz import average_statistics, head_statistics
 
+from .figures import FigureCache, figure_cache  # noqa: F401 - kept importable from here
 from .settings import MAX_LOADED_MODELS, TOP_K
 
 
@@ -42,6 +42,17 @@ class Result:
     positional_kind: str = "sinusoidal"      # "sinusoidal", "learned" or "relative_bias" (T5)
     position_bias: np.ndarray | None = None  # T5: (heads, S, S) encoder relative position bias
     key: str = ""                   # names the translate() call that made it (figure cache keys)
+    # explain=True only (read-only, None otherwise), see transformer/explain.py:
+    norm: dict | None = None        # kind -> float32 (layers, heads, Q, K): ‖α·f(x)‖, like `attention`
+    source_share: np.ndarray | None = None         # (T,) ALTI+ share of each step from the source
+    source_contribution: np.ndarray | None = None  # (T, S) ALTI+
+    prefix_contribution: np.ndarray | None = None  # (T, T) ALTI+, over target_tokens
+    saliency_source: np.ndarray | None = None      # (T, S) |gradient × input|, rows sum to 1
+    saliency_prefix: np.ndarray | None = None      # (T, T)
+
+    @property
+    def explained(self) -> bool:
+        return self.norm is not None
 
     def mean_prob(self) -> float:
         probs = self.probs()
@@ -68,6 +79,16 @@ def read_only(array):
     return array
 
 
+def explanation_fields(ex) -> dict:
+    """The Result fields of an Explanation (empty for None: explain=False costs nothing)."""
+    if ex is None:
+        return {}
+    arrays = {name: read_only(np.array(getattr(ex, name))) for name in (
+        "source_share", "source_contribution", "prefix_contribution", "saliency_source", "saliency_prefix")}
+    return dict(norm={kind: read_only(np.array(ex.get_norm(kind))) for kind in ("encoder_self", "decoder_self",
+                                                                                "cross")}, **arrays)
+
+
 def to_result(out, device: str, head_mask: tuple = (), key: str = "") -> Result:
     att = out.attention
     beam = None if out.beam is None else [[(tuple(h.pieces), float(h.score), h.parent, bool(h.finished))
@@ -86,7 +107,7 @@ def to_result(out, device: str, head_mask: tuple = (), key: str = "") -> Result:
         beam_final=None if out.beam_final is None else tuple(out.beam_final), head_mask=tuple(head_mask),
         positional_kind=str(getattr(out, "positional_kind", "sinusoidal")),
         position_bias=None if getattr(out, "position_bias", None) is None else read_only(np.array(out.position_bias)),
-        key=key)
+        key=key, **explanation_fields(getattr(out, "explanation", None)))
 
 
 def find_models(folder: str) -> dict:
@@ -231,8 +252,9 @@ def settle_heap() -> None:
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def translate(path: str, device: str, text: str, beam_size: int, target, slots: int,
-              head_mask: tuple = ()) -> Result:
-    """Translate with capture; cached per (model, device, text, beam size, reference, ablated heads).
+              head_mask: tuple = (), explain: bool = False) -> Result:
+    """Translate with capture; cached per (model, device, text, beam size, reference, ablated heads,
+    explain). explain=True adds norm-based attention, ALTI+ and saliency (a separate cache entry).
 
     One Result per process for each such call, shared by every session (its arrays are read-only):
     an audience opening the same link costs one translation and no copies.
@@ -245,45 +267,12 @@ def translate(path: str, device: str, text: str, beam_size: int, target, slots: 
     try:
         out = translator.translate(text, beam_size=beam_size, capture=True, top_k=TOP_K,
                                    target=list(target) if isinstance(target, tuple) else target,
-                                   head_mask=set(head_mask) or None)
+                                   head_mask=set(head_mask) or None, explain=bool(explain))
     finally:
         semaphore.release()
-    key = hashlib.sha1(repr((path, device, text, beam_size, target, tuple(head_mask))).encode()).hexdigest()
+    key = hashlib.sha1(repr((path, device, text, beam_size, target, tuple(head_mask))
+                            + ((True,) if explain else ())).encode()).hexdigest()
     return to_result(out, str(translator.device), head_mask, key)
-
-
-class FigureCache:
-    """Figures many sessions share (same run, view and settings), built once per process.
-
-    A figure handed out here is shared: callers draw or export it and never change it
-    (presenter mode draws a copy). Least recently used entries go first."""
-
-    def __init__(self, max_entries: int):
-        self.max_entries = max_entries
-        self._figures: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: tuple, build):
-        with self._lock:
-            if key in self._figures:
-                self._figures.move_to_end(key)
-                return self._figures[key]
-        figure = build()                 # outside the lock: other figures need not wait
-        with self._lock:
-            figure = self._figures.setdefault(key, figure)
-            self._figures.move_to_end(key)
-            while len(self._figures) > self.max_entries:
-                self._figures.popitem(last=False)
-        return figure
-
-    def __len__(self) -> int:
-        return len(self._figures)
-
-
-@st.cache_resource(show_spinner=False)
-def figure_cache(max_entries: int) -> FigureCache:
-    """The process's shared figures (FIGURE_CACHE_ENTRIES of them)."""
-    return FigureCache(max_entries)
 
 
 def kind_statistics(result: Result) -> dict:

@@ -12,7 +12,7 @@ from viz.heatmaps import visible_positions
 from viz.words import merge_attention
 
 from . import state
-from .backend import figure_cache
+from .figures import figure_cache
 from .settings import FIGURE_CACHE_ENTRIES, KIND_LABELS, KINDS
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")     # every ASCII punctuation character
@@ -25,6 +25,12 @@ class Display:
     normalize: bool = False
     words: bool = False
     presenter: bool = False
+    norm: bool = False            # norm-weighted ‖α·f(x)‖ instead of raw weights (the run has them)
+    explain_note: str = ""        # why norm-weighted/contributions are unavailable for this model, if so
+
+
+NORM_TITLE = "‖α·f(x)‖"
+WEIGHT_CHOICES = {False: "raw weights α", True: "norm-weighted ‖α·f(x)‖"}
 
 
 def escape_md(text: str, limit: int = 300) -> str:
@@ -91,10 +97,52 @@ def pick_cross_head(result, toggle_label: str, toggle_key: str) -> tuple[int, in
     return layer, head, toggled
 
 
-def weights_for(result, kind: str, words: bool, hide_special: bool = False):
+def norm_switch(display) -> bool:
+    """The "raw weights / norm-weighted" switch of an attention view (one key, kept in the share
+    link); True when this view shows norm-weighted values. Says so when they are unavailable."""
+    wanted = state.radio("Weights", list(WEIGHT_CHOICES), "norm", horizontal=True, format_func=WEIGHT_CHOICES.get,
+                         help="Raw attention weights α (rows sum to 1), or ‖α·f(x)‖: each weight times the "
+                              "size of the vector that key actually passes on (Kobayashi et al., 2020).")
+    if wanted and display.explain_note:
+        st.info(escape_md(display.explain_note, 400) + " Showing the raw weights.")
+    return bool(wanted and display.norm)
+
+
+def shows_norm(result, display) -> bool:
+    return bool(display.norm and getattr(result, "norm", None) is not None)
+
+
+def value_options(result, display, kind: str, weights=None) -> dict:
+    """attention_heatmap/overview keywords for the values shown: nothing extra for raw weights;
+    for norm-weighted, one 0..max colour scale over every head of the kind, and the value's name."""
+    if not shows_norm(result, display):
+        return {}
+    top = float(np.max(result.norm[kind] if weights is None else weights)) if result.norm[kind].size else 0.0
+    return dict(zmax=max(top, 1e-12), value_title=NORM_TITLE)
+
+
+def norm_caption(norm: bool, fig, normalize: bool) -> None:
+    """What a norm-weighted map shows, under it (nothing for raw weights); the scale is read from
+    the figure's first trace."""
+    if not norm:
+        return
+    zmax = fig.data[0].zmax if fig is not None and fig.data else None
+    if normalize:
+        scale = "each map's own range (Normalise each map)"
+    elif zmax is None:
+        scale = "0 to the largest value of any head and layer of the map's kind in its sentence (see its colour bar)"
+    else:
+        scale = f"0 to {zmax:.3g}, the largest value of any head and layer of this kind here"
+    st.caption(f"Norm-weighted: each cell is ‖α·f(x)‖ (Kobayashi et al., 2020), the length of what the key "
+               f"actually adds to the query through this head, not a probability (rows do not sum to 1). "
+               f"Colour scale: {scale}.")
+
+
+def weights_for(result, kind: str, words: bool, hide_special: bool = False, norm: bool = False):
     """(weights (layers, heads, Q, K), query tokens, key tokens), pieces merged into words if asked,
-    and `<s>`/`</s>` rows and columns left out if asked (for the tiled views, which draw every cell)."""
-    weights = result.attention[kind]
+    and `<s>`/`</s>` rows and columns left out if asked (for the tiled views, which draw every cell).
+    norm: the norm-weighted values ‖α·f(x)‖ (Result.norm) instead of the weights."""
+    weights = result.norm[kind] if norm else result.attention[kind]
     queries, keys = result.axes(kind)
     if words:
         weights, queries, keys = merge_attention(weights, queries, keys)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from functools import partial
 
 import streamlit as st
@@ -12,14 +13,17 @@ from viz import token_probability_html
 from . import state
 from .backend import (configure_torch, example_statistics, file_stamps, find_models, get_translator, load_examples,
                       model_languages, model_ref, translate)
+from .backend_explain import attribution, attribution_average, explain_unavailable
 from .common import Display, escape_md
 from .inputs import input_area, language_picker, show_status, sidebar
 from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
-                       REAL_MODEL_HINT, VIEWS, extra_models, max_concurrent, models_dir, torch_threads)
+                       NORM_VIEWS, REAL_MODEL_HINT, VIEWS, extra_models, max_concurrent, models_dir, torch_threads)
 from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
 from .views_ablation import ablation_view
 from .views_analysis import beam_view, rollout_view, stats_view
 from .views_attention import compare_view, grid_view, heatmap_view, overview_view
+from .views_explain import attribution_view, source_share_bar, step_contributions
+from .views_importance import load_importance, overview_marks
 from .views_model import masks_view, pe_view, steps_view
 
 LOG = logging.getLogger("atlas_ui")
@@ -41,8 +45,10 @@ def guarded(render, *args):
     return None
 
 
-def run_translation(translator_path: str, device: str, text: str, reference: str, beam: int, limit: int):
-    """Translate the input with notices for long text; returns a Result or None (message shown)."""
+def run_translation(translator_path: str, device: str, text: str, reference: str, beam: int, limit: int,
+                    explain: bool = False):
+    """Translate the input with notices for long text; returns a Result or None (message shown).
+    explain: also norm-based attention and contributions (only for the views that show them)."""
     if len(text) > MAX_CHARS:
         st.warning(f"The text is longer than {MAX_CHARS} characters; only the first {MAX_CHARS} are used.")
         text = text[:MAX_CHARS]
@@ -52,7 +58,7 @@ def run_translation(translator_path: str, device: str, text: str, reference: str
     target = reference if reference.strip() else None
     try:
         with st.spinner("Translating…"):
-            result = translate(translator_path, device, text, 1 if target else beam, target, max_concurrent())
+            result = translate_input(translator_path, device, text, 1 if target else beam, target, explain)
     except ValueError as exc:
         if "empty" in str(exc) or "no pieces" in str(exc):
             st.info("There is nothing the model can read in that text. " + EMPTY_PROMPT)
@@ -65,6 +71,17 @@ def run_translation(translator_path: str, device: str, text: str, reference: str
     return result
 
 
+def translate_input(path, device: str, text: str, beam: int, target, explain: bool):
+    """The cached run; with explain, the explained one, or the plain one if explaining fails (the
+    raw weights are still worth showing; the views then say the rest is unavailable)."""
+    if explain:
+        try:
+            return translate(path, device, text, beam, target, max_concurrent(), explain=True)
+        except (ValueError, RuntimeError) as exc:
+            LOG.warning("explain=True failed, showing raw attention: %s", exc)
+    return translate(path, device, text, beam, target, max_concurrent())
+
+
 def show_translation(result, target_lang: str, display: Display) -> None:
     """The translation in a keyed container (class st-key-translation), so the page can be read
     by what it shows rather than by position."""
@@ -75,12 +92,13 @@ def show_translation(result, target_lang: str, display: Display) -> None:
         st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space),
                     unsafe_allow_html=True)
         st.caption("Each output piece is shaded by the probability the model gave it; hover for the value.")
+        source_share_bar(result, display)
 
 
-def translate_plain(path: str, device: str, beam: int, text: str):
+def translate_plain(path: str, device: str, beam: int, text: str, explain: bool = False):
     """A second sentence with the same model and decoding, no reference (Masks and Compare views)."""
     with st.spinner("Translating the other sentence…"):
-        return translate(path, device, text[:MAX_CHARS], beam, None, max_concurrent())
+        return translate(path, device, text[:MAX_CHARS], beam, None, max_concurrent(), explain=explain)
 
 
 def batch_sentences(examples: list, source_key: str, current: str, count: int = 2) -> list:
@@ -101,6 +119,21 @@ def examples_statistics(path: str, device: str, beam: int, texts: tuple) -> dict
     return example_statistics(path, device, texts, beam, max_concurrent())
 
 
+def this_attribution(path, device: str, text: str, beam: int, reference: str) -> dict:
+    """The Attribution view's numbers for the run on screen (same decoding and reference)."""
+    target = reference if reference.strip() else None
+    with st.spinner("Comparing the methods and running the perturbation test…"):
+        return attribution(path, device, text[:MAX_CHARS], 1 if target else beam, target, max_concurrent())
+
+
+def examples_attribution(path, device: str, beam: int, texts: tuple) -> dict:
+    return attribution_average(path, device, texts, beam, max_concurrent())
+
+
+def example_texts(examples: list, source_key: str) -> tuple:
+    return tuple(row[source_key] for row in examples if row.get(source_key))
+
+
 def render_view(view: str, result, display: Display, context: dict):
     """Draw one view; returns its main figure (for the HTML download) or None."""
     examples, source_key, text = context["examples"], context["source_key"], context["text"]
@@ -110,14 +143,19 @@ def render_view(view: str, result, display: Display, context: dict):
     if view == "Layer grid":
         return grid_view(result, display)
     if view == "Overview":
-        return overview_view(result, display)
+        return overview_view(result, display, partial(overview_marks, load_importance(context["model_path"], result)))
     if view == "Decoding steps":
-        return steps_view(result, display)
+        return steps_view(result, display, step_contributions)
     if view == "Beam":
         return beam_view(result, display, variant)
     if view == "Head summary":
-        texts = tuple(row[source_key] for row in examples if row.get(source_key))
-        return stats_view(result, display, partial(context["example_stats"], texts), len(texts))
+        texts = example_texts(examples, source_key)
+        return stats_view(result, display, partial(context["example_stats"], texts), len(texts),
+                          load_importance(context["model_path"], result))
+    if view == "Attribution":
+        texts = example_texts(examples, source_key)
+        return attribution_view(result, display, display.explain_note, context["attribution"],
+                                partial(context["attribution_average"], texts), len(texts))
     if view == "Rollout":
         return rollout_view(result, display)
     if view == "Ablation":
@@ -210,14 +248,24 @@ def page() -> None:
     try:
         if translator is None:
             return
-        result = run_translation(ref, device, text, reference, beam, translator.config.max_source_len)
+        wants_norm = state.kept("norm", False) is True and view in NORM_VIEWS
+        explain = wants_norm or view == "Attribution"         # explain=False (the default) costs nothing
+        unavailable = explain_unavailable(translator) if explain else None
+        explain = explain and not unavailable
+        result = run_translation(ref, device, text, reference, beam, translator.config.max_source_len, explain)
+        if result is not None:
+            if explain and not result.explained:
+                unavailable = "Norm-weighted values and contributions could not be computed for this sentence."
+            display = replace(display, norm=wants_norm and result.explained, explain_note=unavailable or "")
         figure_seconds = None
         if result is not None:
             show_translation(result, target_lang, display)
             model_note(translator, result)
             view = state.radio("View", VIEWS, "view", horizontal=True, label_visibility="collapsed")
             context = dict(examples=examples, source_key=source_lang, text=text,
-                           translate_other=partial(translate_plain, ref, device, beam),
+                           translate_other=partial(translate_plain, ref, device, beam, explain=display.norm),
+                           model_path=path, attribution=partial(this_attribution, ref, device, text, beam, reference),
+                           attribution_average=partial(examples_attribution, ref, device, beam),
                            variant=partial(run_variant, ref, device, text, beam, reference),
                            example_stats=partial(examples_statistics, ref, device, beam))
             started = time.perf_counter()
@@ -235,6 +283,7 @@ def page() -> None:
                   "head": state.kept("head"), "step": state.kept("step"), "sentence": text[:MAX_CHARS],
                   "ref": reference, "beam": beam if beam > 1 else None,
                   "words": 1 if display.words else None, "present": 1 if display.presenter else None,
+                  "norm": 1 if state.kept("norm", False) is True else None,
                   "ablate": state.format_heads(state.ablated_heads()) or None}
         state.write_url(params)
         guarded(share_box, share, params)

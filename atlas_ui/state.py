@@ -26,7 +26,7 @@ URL_FIELDS = {"model": ("model", str), "hub": ("hub_id", str), "src": ("source_l
               "tgt": ("target_lang", str), "sentence": ("text", str), "ref": ("reference", str),
               "beam": ("beam_size", int), "view": ("view", str), "kind": ("kind", str),
               "layer": ("layer", int), "head": ("head", int), "step": ("step", int),
-              "words": ("words", parse_flag), "present": ("presenter", parse_flag)}
+              "words": ("words", parse_flag), "present": ("presenter", parse_flag), "norm": ("norm", parse_flag)}
 
 
 def restore(key: str, default, valid) -> None:

@@ -14,6 +14,7 @@ from . import state
 from .backend import kind_statistics
 from .common import chart, head_title, heat_height, n_heads, n_layers, pick_cross_head, pick_kind
 from .views_attention import _head_heatmap, _on_tile_pick, focus_on, focus_panel
+from .views_importance import importance_rows, importance_section
 
 SCOPES = ("This sentence", "All examples")
 
@@ -33,8 +34,9 @@ def _on_table_pick(key: str, table: pd.DataFrame) -> None:
         focus_on(int(row["layer"]), int(row["head"]), kind=str(row["kind"]))
 
 
-def stats_view(result, display, example_stats, example_count: int):
-    """Entropy, distance, max weight, special and diagonal share per head; click a head to open it."""
+def stats_view(result, display, example_stats, example_count: int, importance=None):
+    """Entropy, distance, max weight, special and diagonal share per head; click a head to open it.
+    `importance`: views_importance.Importance (head_importance.json), shown when given."""
     scope = state.radio("Statistics of", SCOPES, "stats_scope", horizontal=True,
                         format_func=lambda s: s if s == SCOPES[0] else f"All {example_count} examples",
                         help="Averaged over the example sentences: each sentence translated with the "
@@ -62,9 +64,15 @@ def stats_view(result, display, example_stats, example_count: int):
     st.caption("Click a cell, or select a row of the table, to open that head below. "
                "Sort the table by clicking a column header.")
     table = statistics_table(frames)
+    if importance is not None:
+        table = importance_rows(importance, table)
+    number = st.column_config.NumberColumn(format="%.3f")
     st.dataframe(table, hide_index=True, key="stats_table", on_select=partial(_on_table_pick, "stats_table", table),
                  selection_mode="single-row", column_config={
-                     c: st.column_config.NumberColumn(format="%.3f") for c in STAT_COLUMNS})
+                     c: number for c in (*STAT_COLUMNS, "michel")} | {
+                     "loss_change": st.column_config.NumberColumn(format="%.4f")})
+    if importance is not None:
+        importance_section(importance, kind, _on_tile_pick)
     focus_panel(result, display, kind, "stats_focus")
     return main
 

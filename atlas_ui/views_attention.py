@@ -8,19 +8,24 @@ import streamlit as st
 from viz import attention_heatmap, head_grid_figure, overview_figure, overview_selection
 
 from . import state
-from .common import (chart, escape_md, shared_figure, head_title, heat_height, n_heads, n_layers, pick_head, pick_kind,
-                     pick_layer, weights_for)
+from .common import (chart, escape_md, head_title, heat_height, n_heads, n_layers, norm_caption, norm_switch,
+                     pick_head, pick_kind, pick_layer, shared_figure, shows_norm, value_options, weights_for)
 from .settings import KIND_LABELS, KINDS, MAX_COMPARE_HEADS
 
 
 def _head_heatmap(result, display, kind, layer, head, key, height=None):
-    """One head (or the mean over heads when head is None) as a large heatmap."""
+    """One head (or the mean over heads when head is None) as a large heatmap: its weights, or its
+    norm-weighted values when the display asks for them and the run has them."""
+    norm = shows_norm(result, display)
+
     def build():
-        weights, queries, keys = weights_for(result, kind, display.words)
+        weights, queries, keys = weights_for(result, kind, display.words, norm=norm)
         matrix = weights[layer].mean(axis=0) if head is None else weights[layer, head]
-        return attention_heatmap(matrix, queries, keys, head_title(kind, layer, head), normalize=display.normalize,
+        title = head_title(kind, layer, head) + (" · norm-weighted" if norm else "")
+        return attention_heatmap(matrix, queries, keys, title, normalize=display.normalize,
                                  show_space=display.show_space, hide_special=display.hide_special,
-                                 height=height or heat_height(len(queries)))
+                                 height=height or heat_height(len(queries)),
+                                 **value_options(result, display, kind, weights))
 
     fig = shared_figure(result, ("head", kind, layer, head, display, height), build)
     chart(fig, key)
@@ -28,6 +33,7 @@ def _head_heatmap(result, display, kind, layer, head, key, height=None):
 
 
 def heatmap_view(result, display):
+    norm = norm_switch(display)
     columns = st.columns([3, 2, 2, 2])
     with columns[0]:
         kind = pick_kind()
@@ -41,6 +47,7 @@ def heatmap_view(result, display):
     st.caption("Rows are queries, columns are keys; each row is one softmax and sums to 1. "
                "Decoder rows are labelled with the piece that step produced; decoder self-attention "
                "keys with the pieces fed. Hover a cell for its weight.")
+    norm_caption(norm, fig, display.normalize)
     return fig
 
 
@@ -107,24 +114,34 @@ def undo_focus_button(column) -> None:
 
 
 def grid_view(result, display):
+    norm = norm_switch(display)
     columns = st.columns(2)
     with columns[0]:
         kind = pick_kind()
     with columns[1]:
         layer = pick_layer(result, kind)
-    weights, queries, keys = weights_for(result, kind, display.words, display.hide_special)
-    fig = head_grid_figure(weights[layer], queries, keys, f"{KIND_LABELS[kind]} · layer {layer} · all heads",
-                           normalize=display.normalize, show_space=display.show_space, layer=layer)
+    weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
+    fig = head_grid_figure(weights[layer], queries, keys, f"{KIND_LABELS[kind]} · layer {layer} · all heads"
+                           + (" · norm-weighted" if norm else ""), normalize=display.normalize,
+                           show_space=display.show_space, layer=layer,
+                           **value_options(result, display, kind, weights))
+    norm_caption(norm, fig, display.normalize)
     _clickable_tiles(fig, f"grid_{kind}_{layer}", result, display, kind, fixed_layer=layer)
     return fig
 
 
-def overview_view(result, display):
+def overview_view(result, display, importance=None):
+    """`importance(result, kind)` -> (heads to outline, a caption), from head_importance.json."""
+    norm = norm_switch(display)
     kind = pick_kind()
-    weights, queries, keys = weights_for(result, kind, display.words, display.hide_special)
-    fig = overview_figure(weights, queries, keys, f"{KIND_LABELS[kind]}: every layer × every head",
-                          normalize=display.normalize, kind_label=KIND_LABELS[kind], show_space=display.show_space)
-    st.caption("Rows of tiles are layers, columns are heads.")
+    weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
+    marked, note = importance(result, kind) if importance is not None else ((), "")
+    fig = overview_figure(weights, queries, keys, f"{KIND_LABELS[kind]}: every layer × every head"
+                          + (" · norm-weighted" if norm else ""), normalize=display.normalize,
+                          kind_label=KIND_LABELS[kind], show_space=display.show_space, marked=marked,
+                          **value_options(result, display, kind, weights))
+    st.caption("Rows of tiles are layers, columns are heads." + (" " + note if note else ""))
+    norm_caption(norm, fig, display.normalize)
     _clickable_tiles(fig, f"overview_{kind}", result, display, kind)
     return fig
 
@@ -135,6 +152,7 @@ def _pick_label(pick: str) -> str:
 
 
 def compare_view(result, display, translate_other, examples: list, source_key: str):
+    norm = norm_switch(display)
     st.subheader("Heads side by side")
     heads = n_heads(result)
     options = [f"{kind}:{layer}:{head}" for kind in KINDS for layer in range(n_layers(result, kind))
@@ -177,4 +195,5 @@ def compare_view(result, display, translate_other, examples: list, source_key: s
                 continue
             st.caption(f"Sentence {index + 1} → " + escape_md(other.text, 120))
             _head_heatmap(other, display, kind, layer, head, f"compare_sentence_{index}", height=420)
+    norm_caption(norm, None, display.normalize)
     return figures[0] if figures else None

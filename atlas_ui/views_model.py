@@ -9,7 +9,7 @@ from viz import (attention_heatmap, batch_padding_figure, embedding_figure, mask
                  position_bias_figure, position_similarity_figure, positional_encoding_figure, topk_bar_figure)
 
 from . import state
-from .common import chart, escape_md, heat_height, n_heads, pick_cross_head
+from .common import chart, escape_md, heat_height, n_heads, norm_caption, norm_switch, pick_cross_head, value_options
 
 MASK_TEXT = {
     "padding": "**Source padding mask.** A query may attend only to real source pieces: the `<pad>` "
@@ -53,7 +53,9 @@ def _move_step(delta: int, step_count: int) -> None:
     state.put("step", int(min(max(current + delta, 0), step_count - 1)))
 
 
-def steps_view(result, display):
+def steps_view(result, display, contributions=None):
+    """`contributions(result, display, t)` draws the step's ALTI+ source/prefix rows (explained runs)."""
+    norm = norm_switch(display)
     steps = result.steps
     t = _step_nav(len(steps), display.presenter)
     token, prob, top_k = steps[t]
@@ -69,21 +71,35 @@ def steps_view(result, display):
     rows = [f"head {h}" for h in heads] if all_heads else [f"step {t + 1} → {token}"]   # never hidden
     row_title = "Head" if all_heads else "Query"
     where = f"layer {layer} · " + ("all heads" if all_heads else f"head {head}")
-    cross = result.attention["cross"][layer, heads, t, :]                       # (rows, S)
-    self_att = result.attention["decoder_self"][layer, heads, t, : t + 1]       # (rows, t + 1)
+    values = result.norm if norm else result.attention                         # norm-weighted or raw
+    cross = values["cross"][layer, heads, t, :]                                 # (rows, S)
+    self_att = values["decoder_self"][layer, heads, t, : t + 1]                 # (rows, t + 1)
     source = result.source_tokens
     if display.words:       # merge the key pieces into words; each row is one step or one head
         cross, source = merge_keys(cross, source)
         self_att, prefix = merge_keys(self_att, prefix)
     options = dict(normalize=display.normalize, show_space=display.show_space,
                    hide_special=display.hide_special, query_title=row_title, height=heat_height(len(rows), 220))
-    cross_fig = attention_heatmap(cross, rows, source, f"Cross-attention over the source · {where}", **options)
+    scales = {kind: _scale(value_options(result, display, kind), part)
+              for kind, part in (("cross", cross), ("decoder_self", self_att))}
+    what = " · norm-weighted" if norm else ""
+    cross_fig = attention_heatmap(cross, rows, source, f"Cross-attention over the source · {where}{what}",
+                                  **options, **scales["cross"])
     with right:
         chart(cross_fig, "step_cross")
-        chart(attention_heatmap(self_att, rows, prefix,
-                                f"Decoder self-attention over the prefix · {where}", **options),
-              "step_self")
+        chart(attention_heatmap(self_att, rows, prefix, f"Decoder self-attention over the prefix · {where}{what}",
+                                **options, **scales["decoder_self"]), "step_self")
+    norm_caption(norm, cross_fig, display.normalize)
+    if contributions is not None:
+        contributions(result, display, t)
     return cross_fig
+
+
+def _scale(options: dict, shown) -> dict:
+    """The kind's norm-weighted colour scale, widened if merged words add up to more."""
+    if options and np.size(shown):
+        options = {**options, "zmax": max(options["zmax"], float(np.max(shown)))}
+    return options
 
 
 def masks_view(result, batch: list, sentences: list):

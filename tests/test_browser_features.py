@@ -9,8 +9,8 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 
 import pytest
 
-from browser_utils import (CHART, NEEDS_BROWSER, ROOT, SHARE_LINK, click_point, open_page, plot_state, running_app,
-                           script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
+from browser_utils import (CHART, NEEDS_BROWSER, ROOT, SHARE_LINK, click_point, open_page, pick_view, plot_state,
+                           running_app, script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
 
 pytestmark = NEEDS_BROWSER
 DOCS = ROOT / "docs"
@@ -159,5 +159,27 @@ def test_tour_screenshot_of_every_view(browser, app_url, view):
     page.screenshot(path=str(path), full_page=False)
     assert path.stat().st_size > 10_000
     assert plot_state(page) is not None
+    assert page.problems == []
+    page.context.close()
+
+
+def test_attribution_view_and_the_norm_switch(browser, app_url):
+    """The Attribution view draws the methods for the linked step, its tables, and the norm switch
+    in the Heatmap view recolours the head on a 0..max scale named ‖α·f(x)‖."""
+    page = opened(browser, link(app_url, view="Attribution", step=1, sentence=SENTENCE), charts=2)
+    wait_for_text(page, "Perturbation test")
+    titles = chart_titles(page)
+    assert any(t.startswith("Source vs prefix") for t in titles), titles
+    assert any("Which source pieces mattered for step 2" in t for t in titles), titles
+    wait_for_plot(page, "gd.data[0].type === 'heatmap' && gd.layout.yaxis.ticktext.length === 4", index=1)
+    # the method table, the perturbation summary and the correlations (tables load after the charts)
+    page.wait_for_function("""() => document.querySelectorAll('[data-testid="stDataFrame"]').length >= 3""")
+    assert page.problems == []
+    pick_view(page, "Heatmap")
+    option = page.locator('[data-testid="stRadio"] label').filter(has_text="norm-weighted").first
+    with script_run(page):
+        option.click()
+    wait_for_plot(page, "gd.layout.title.text.includes('norm-weighted') && gd.data[0].zmax > 1", index=1)
+    assert "norm=1" in page.url
     assert page.problems == []
     page.context.close()

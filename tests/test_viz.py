@@ -22,6 +22,7 @@ if str(ROOT) not in sys.path:          # plain `pytest` puts tests/, not the rep
 import viz  # noqa: E402
 from viz.ablation import probability_change_figure  # noqa: E402
 from viz.beam import beam_tree_figure  # noqa: E402
+from viz.importance import importance_figure, pruning_curve_figure  # noqa: E402
 from viz import (attention_heatmap, escape_label, batch_padding_figure, display_tokens,  # noqa: E402
                  embedding_figure, escape_html, head_grid_figure, head_statistics, is_special,
                  mask_figure, merge_attention, merge_pieces, overview_figure,
@@ -586,6 +587,12 @@ FIGURES = {
                                           (1, 1), title="<s>", show_space=True),
     "probability change": lambda: probability_change_figure(["▁a", "</s>"], [0.9, 0.8], [0.5, 0.85],
                                                             title="<b>"),
+    "heatmap norm-weighted": lambda: attention_heatmap(rows_dirichlet((4, 5)) * 6, TGT, SRC, zmax=6.0,
+                                                       value_title="‖α·f(x)‖"),
+    "overview marked": lambda: overview_figure(rows_dirichlet((2, 3, 4, 5)) * 3, TGT, SRC, zmax=3.0,
+                                               value_title="‖α·f(x)‖", marked=[(0, 1), (1, 2)]),
+    "importance": lambda: importance_figure([[0.1, -0.02], [0.3, 0.0]], "<b>", marked=[(1, 0)]),
+    "pruning curve": lambda: pruning_curve_figure([0, 7, 14], [33.9, 34.6, 31.5], [57.7, 58.0, 57.9]),
 }
 
 

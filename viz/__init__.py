@@ -13,6 +13,7 @@ from .export import (PLOTLY_CONFIG, TRACE_SCHEMA, figure_html, plotly_config, pr
                      trace_json,
                      trace_npz, trace_payload)
 from .heatmaps import attention_heatmap
+from .importance import importance_figure, importance_frame, pruning_curve_figure, top_heads
 from .overview import head_grid_figure, overview_figure, overview_selection
 from .panels import batch_padding_figure, mask_figure, token_probability_html, topk_bar_figure
 from .stats import STAT_COLUMNS, average_statistics, head_statistics, rollout, statistic_figure
@@ -21,6 +22,7 @@ from .words import merge_attention, merge_keys, merge_pieces, word_spans
 __all__ = [
     "attention_heatmap", "overview_figure",
     "source_share_figure", "contribution_figure", "method_comparison_figure", "method_table", "overview_selection", "head_grid_figure",
+    "importance_figure", "importance_frame", "pruning_curve_figure", "top_heads",
     "mask_figure", "batch_padding_figure",
     "positional_encoding_figure", "position_similarity_figure", "position_bias_figure", "embedding_figure",
     "topk_bar_figure", "token_probability_html",

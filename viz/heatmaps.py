@@ -7,7 +7,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import DEFAULT_COLORSCALE, auto_height, check_attention, color_range, matrix_heatmap
-from ._labels import STRUCTURAL_PIECES, display_tokens
+from ._labels import STRUCTURAL_PIECES, display_tokens, escape_label
 
 HIDDEN_NOTE = "special tokens hidden: rows may not sum to 1"
 
@@ -29,7 +29,8 @@ def attention_heatmap(weights, query_tokens, key_tokens, title: str = "", *,
                       normalize: bool = False, show_space: bool = False,
                       hide_special: bool = False, colorscale=None,
                       query_title: str = "Query", key_title: str = "Key",
-                      height: int | None = None) -> go.Figure:
+                      height: int | None = None, zmax: float | None = None,
+                      value_title: str = "weight") -> go.Figure:
     """Heatmap of one head's weights (Q, K); row 0 (the first query) at the top.
 
     `normalize=False` fixes the colour scale to 0..1 so heads compare at a glance.
@@ -37,13 +38,20 @@ def attention_heatmap(weights, query_tokens, key_tokens, title: str = "", *,
     own min/max, so a diffuse head still shows structure; the hover stays exact.
     `hide_special=True` drops rows and columns of <s>, </s>, <pad>; `z` is then
     the remaining sub-matrix and its rows need not sum to 1 (the title says so).
+    `zmax` sets a fixed 0..zmax colour scale for values that are not probabilities (e.g. the
+    norm-weighted ‖α·f(x)‖ of a whole kind); `value_title` names the value in hover and colour bar.
     """
     w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=2)   # (Q, K)
     rows, cols = visible_positions(query, hide_special), visible_positions(key, hide_special)
     z = w[np.ix_(rows, cols)] if hide_special else w
     q_labels = display_tokens([query[i] for i in rows], show_space=show_space)
     k_labels = display_tokens([key[j] for j in cols], show_space=show_space)
-    zmin, zmax = color_range(z, normalize)
+    if zmax is not None and not normalize:
+        if not np.isfinite(zmax) or zmax <= 0:
+            raise ValueError(f"zmax must be a positive number, got {zmax!r}")
+        zmin, zmax = 0.0, float(zmax)
+    else:
+        zmin, zmax = color_range(z, normalize)
     # Hover names each cell by original position and escaped piece.
     customdata = pair_customdata([f"{i} {lab}" for i, lab in zip(rows, q_labels)],
                                  [f"{j} {lab}" for j, lab in zip(cols, k_labels)])
@@ -52,9 +60,9 @@ def attention_heatmap(weights, query_tokens, key_tokens, title: str = "", *,
         zmin=zmin, zmax=zmax, colorscale=colorscale or DEFAULT_COLORSCALE,
         customdata=customdata, title=title,
         note=HIDDEN_NOTE if hide_special else "",
-        colorbar_title="weight (rescaled)" if normalize else "weight",
+        colorbar_title=f"{value_title} (rescaled)" if normalize else value_title,
         hovertemplate="Query %{customdata[0]}<br>Key %{customdata[1]}"
-                      "<br>weight %{z:.4f}<extra></extra>",
+                      f"<br>{escape_label(value_title)} %{{z:.4f}}<extra></extra>",
         height=height if height is not None else auto_height(len(rows)),
         annotations=[] if z.size else [dict(text="nothing left to show", showarrow=False,
                                             xref="paper", yref="paper", x=0.5, y=0.5)],

@@ -85,25 +85,29 @@ def cell_text(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str], *,
 
 def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
                 normalize: bool, show_space: bool, kind_label: str, gap: int | None,
-                colorscale, first_layer: int | None = 0) -> tuple[list[dict], dict, Tiling]:
+                colorscale, first_layer: int | None = 0, zmax: float | None = None,
+                value_title: str = "weight") -> tuple[list[dict], dict, Tiling]:
     """The shared body of overview_figure and head_grid_figure (w is (L, H, Q, K)).
 
     Returns the traces, the layout (the caller adds the axis ticks) and the tiling.
     `first_layer=None` means the layer is unknown: hover then names only the head.
     Hover comes from per-cell text below HOVER_TEXT_CELLS cells, and from the tile-centre
     markers above it: per-cell customdata cost ~25% of the draw at 128 tokens.
+    `zmax` (ignored with `normalize`) gives values that are not probabilities one fixed 0..zmax
+    scale; `value_title` names the value in hover and colour bar.
     """
     L, H, Q, K = w.shape
     t = tile(w, gap=default_gap(Q, K) if gap is None else gap, normalize=normalize)
     text = cell_text(t, display_tokens(query, show_space=show_space),
                      display_tokens(key, show_space=show_space), first_layer=first_layer)
+    top = 1.0 if normalize or zmax is None else checked_zmax(zmax)
     weight = "%{customdata:.4f} (colour: share of head max)" if normalize else "%{z:.4f}"
     prefix = f"{escape_label(kind_label)}<br>" if kind_label else ""
-    hover = (prefix + ("%{text}<br>" if text is not None else "") + f"weight {weight}"
+    hover = (prefix + ("%{text}<br>" if text is not None else "") + f"{escape_label(value_title)} {weight}"
              + ("" if text is not None else "<br>(the tile's centre names its head)") + "<extra></extra>")
     heat = heatmap_trace(t.z, customdata=t.raw, text=text, hovertemplate=hover,
-                         zmin=0.0, zmax=1.0, colorscale=colorscale or DEFAULT_COLORSCALE,
-                         colorbar=dict(title=dict(text="weight")))
+                         zmin=0.0, zmax=top, colorscale=colorscale or DEFAULT_COLORSCALE,
+                         colorbar=dict(title=dict(text=escape_label(value_title))))
     layers, heads = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
     centres_y = layers.ravel() * t.step_q + (Q - 1) / 2
     centres_x = heads.ravel() * t.step_k + (K - 1) / 2
@@ -118,6 +122,26 @@ def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
     return [heat, marks], layout, t
 
 
+def checked_zmax(zmax) -> float:
+    if not np.isfinite(zmax) or zmax <= 0:
+        raise ValueError(f"zmax must be a positive number, got {zmax!r}")
+    return float(zmax)
+
+
+def tile_outlines(t: Tiling, Q: int, K: int, marked, n_layers: int, n_heads: int,
+                  color: str = "#d62728") -> list[dict]:
+    """Layout rectangles around the tiles of the heads in `marked` [(layer, head), ...]."""
+    shapes = []
+    for layer, head in marked:
+        layer, head = int(layer), int(head)
+        if not (0 <= layer < n_layers and 0 <= head < n_heads):
+            raise ValueError(f"marked head ({layer}, {head}) is outside {n_layers} layers × {n_heads} heads")
+        shapes.append(dict(type="rect", xref="x", yref="y", x0=head * t.step_k - 0.5, x1=head * t.step_k + K - 0.5,
+                           y0=layer * t.step_q - 0.5, y1=layer * t.step_q + Q - 0.5, fillcolor="rgba(0,0,0,0)",
+                           line=dict(color=color, width=3)))
+    return shapes
+
+
 def as_image(data: list[dict], z: np.ndarray, colorscale) -> list[dict]:
     """The tiles drawn as one PNG <image> (a third of the heatmap's time at 128 tokens).
 
@@ -126,30 +150,34 @@ def as_image(data: list[dict], z: np.ndarray, colorscale) -> list[dict]:
     """
     heat, marks = data
     heat = {**heat, "visible": False}
-    image = dict(type="image", source=png_data_uri(z, colorscale, 0.0, 1.0), x0=0, dx=1, y0=0, dy=1,
+    top = heat["zmax"]
+    image = dict(type="image", source=png_data_uri(z, colorscale, 0.0, top), x0=0, dx=1, y0=0, dy=1,
                  hoverinfo="skip", name="tiles")
     colorbar = dict(type="scatter", x=[None], y=[None], mode="markers", showlegend=False, hoverinfo="skip",
-                    marker=dict(colorscale=heat["colorscale"], cmin=0.0, cmax=1.0, color=[0.0],
+                    marker=dict(colorscale=heat["colorscale"], cmin=0.0, cmax=top, color=[0.0],
                                 showscale=True, colorbar=heat["colorbar"]))
     return [heat, marks, image, colorbar]
 
 
 def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
                     normalize: bool = False, kind_label: str = "", show_space: bool = False,
-                    gap: int | None = None, colorscale=None, render: str = "auto") -> go.Figure:
+                    gap: int | None = None, colorscale=None, render: str = "auto", zmax: float | None = None,
+                    value_title: str = "weight", marked=()) -> go.Figure:
     """All heads of one kind (L, H, Q, K): layers as tile rows, heads as tile columns.
 
     fig.data[0] is the tiled heatmap (NaN between tiles); fig.data[1] holds one
     clickable marker per head for `overview_selection`. Below HOVER_TEXT_CELLS cells
     the hover names layer, head, positions and pieces. Above it (`render="auto"`) the
     tiles are drawn as one PNG image after the hidden heatmap, and the tile centres name
-    their head; `render` forces "heatmap" or "image".
+    their head; `render` forces "heatmap" or "image". `zmax`/`value_title`: see tiled_parts.
+    `marked` [(layer, head), ...] outlines those tiles (layout shapes), e.g. the important heads.
     """
     w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
     L, H, Q, K = w.shape
     data, layout, t = tiled_parts(w, query, key, title=title or kind_label,
                                   normalize=normalize, show_space=show_space,
-                                  kind_label=kind_label, gap=gap, colorscale=colorscale)
+                                  kind_label=kind_label, gap=gap, colorscale=colorscale, zmax=zmax,
+                                  value_title=value_title)
     if render not in ("auto", "heatmap", "image"):
         raise ValueError(f"render must be 'auto', 'heatmap' or 'image', got {render!r}")
     if render == "image" or (render == "auto" and t.z.size > HOVER_TEXT_CELLS):
@@ -164,13 +192,15 @@ def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
     for axis in ("xaxis", "yaxis"):
         layout[axis]["automargin"] = False
     layout["margin"] = dict(l=80, r=110, t=60 if (title or kind_label) else 30, b=55, autoexpand=False)
+    if len(marked):
+        layout["shapes"] = tile_outlines(t, Q, K, marked, L, H)
     return build_figure(data, layout)
 
 
 def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
                      normalize: bool = False, show_space: bool = False,
                      layer: int | None = None, gap: int | None = None,
-                     colorscale=None) -> go.Figure:
+                     colorscale=None, zmax: float | None = None, value_title: str = "weight") -> go.Figure:
     """All heads of one layer (H, Q, K) side by side; token ticks on the first tile.
 
     `layer` only labels the hover and the clickable markers' customdata.
@@ -179,7 +209,7 @@ def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
     H, Q, K = w.shape
     data, layout, t = tiled_parts(w[None], query, key, title=title, normalize=normalize,
                                   show_space=show_space, kind_label="", gap=gap,
-                                  colorscale=colorscale, first_layer=layer)
+                                  colorscale=colorscale, first_layer=layer, zmax=zmax, value_title=value_title)
     layout["annotations"] = [dict(x=h * t.step_k + (K - 1) / 2, y=-0.5, yref="y",
                                   yanchor="bottom", text=f"Head {h}", showarrow=False)
                              for h in range(H)]

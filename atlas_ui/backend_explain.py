@@ -1,0 +1,117 @@
+"""Beyond raw attention, the cached parts: is explain=True available for a model, the Attribution
+view's faithfulness numbers (one sentence, and averaged over the examples), and the
+head_importance.json of a model directory. Results are plain data (numpy, pandas)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from .backend import get_translator, translation_slots
+
+METHODS = ("attention", "norm", "alti+", "saliency")
+METHOD_LABELS = {"attention": "raw cross-attention (mean of layers and heads)",
+                 "norm": "norm-based ‖α·f(x)‖ (cross, summed over heads, mean of layers)",
+                 "alti+": "ALTI+ source contribution", "saliency": "saliency |gradient × input|",
+                 "random": "random ranking (baseline)"}
+
+
+def explain_unavailable(translator) -> str | None:
+    """None when translate(explain=True) works for this model, else why not (one sentence)."""
+    from transformer.explain_views import EXPLAIN_FAMILIES
+    family = getattr(translator, "family", "ours")
+    if family in EXPLAIN_FAMILIES:
+        return None
+    name = "T5" if family == "t5" else f"the {family} family"
+    return (f"Norm-based attention, ALTI+ and saliency are unavailable for {name}: its RMSNorm without "
+            "centring and its relative position bias are not decomposed (supported: "
+            + ", ".join(EXPLAIN_FAMILIES) + ").")
+
+
+def _run_explained(translator, text: str, beam_size: int, target, slots: int, head_mask: tuple):
+    semaphore = translation_slots(slots)
+    if not semaphore.acquire(timeout=120):
+        raise TimeoutError("the server is busy translating for others")
+    try:
+        return translator.translate(text, beam_size=beam_size, capture=True, top_k=1,
+                                    target=list(target) if isinstance(target, tuple) else target,
+                                    head_mask=set(head_mask) or None, explain=True)
+    finally:
+        semaphore.release()
+
+
+def content_positions(translator, source_ids) -> list:
+    """Source positions that are not special pieces (</s>, language codes): the ones the
+    perturbation test may drop, and the ones rank correlations compare."""
+    from transformer.faithfulness import _special_ids
+    special = _special_ids(translator)
+    return [j for j, i in enumerate(source_ids) if i not in special]
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def attribution(path, device: str, text: str, beam_size: int, target, slots: int, head_mask: tuple = ()) -> dict:
+    """For one run: {method: (T, S)} scores (rows sum to 1), the perturbation test (one row per
+    method, step and k), its summary per method and k, and Spearman correlations per step and pair
+    of methods (over the non-special source pieces)."""
+    from transformer.explain import method_scores
+    from transformer.faithfulness import perturbation_summary, perturbation_test, rank_correlations
+    translator = get_translator(path, device)
+    out = _run_explained(translator, text, beam_size, target, slots, head_mask)
+    scores = method_scores(out)
+    frame = perturbation_test(translator, out, scores, head_mask=set(head_mask) or None)
+    positions = content_positions(translator, out.source_ids)
+    correlations = (rank_correlations(scores, positions) if len(positions) > 1
+                    else pd.DataFrame(columns=["step", "method_a", "method_b", "spearman"]))
+    return dict(scores={name: np.asarray(value) for name, value in scores.items()}, perturbation=frame,
+                summary=perturbation_summary(frame), correlations=correlations,
+                output_tokens=list(out.output_tokens), source_tokens=list(out.source_tokens))
+
+
+def correlation_summary(correlations: pd.DataFrame) -> pd.DataFrame:
+    """Mean Spearman per pair of methods over the steps where it is defined, and how many."""
+    if correlations.empty:
+        return pd.DataFrame(columns=["method_a", "method_b", "mean_spearman", "steps"])
+    return (correlations.dropna(subset=["spearman"]).groupby(["method_a", "method_b"], sort=False)
+            .agg(mean_spearman=("spearman", "mean"), steps=("spearman", "count")).reset_index())
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def attribution_average(path, device: str, texts: tuple, beam_size: int, slots: int) -> dict:
+    """The perturbation summary and mean correlations pooled over every step of every sentence
+    in `texts` (each step weighs the same); sentences that cannot be translated are skipped."""
+    from transformer.faithfulness import perturbation_summary
+    frames, correlations, used = [], [], 0
+    for text in texts:
+        try:
+            part = attribution(path, device, text, beam_size, None, slots)
+        except ValueError:
+            continue
+        used += 1
+        frames.append(part["perturbation"].assign(sentence=used))
+        correlations.append(part["correlations"])
+    if not frames:
+        return dict(sentences=0, summary=None, correlations=None)
+    return dict(sentences=used, steps=int(sum(len(f) for f in frames)),
+                summary=perturbation_summary(pd.concat(frames, ignore_index=True)),
+                correlations=correlation_summary(pd.concat(correlations, ignore_index=True)))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def _head_importance(path: str, stamp) -> tuple:
+    from transformer.analyze import load_head_importance
+    try:
+        return load_head_importance(path), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+def head_importance(path) -> tuple:
+    """(the parsed head_importance.json or None, an error message or None) of a model directory;
+    (None, None) for a model without the file (hub ids, Hugging Face directories)."""
+    folder = str(path[0] if isinstance(path, tuple) else path)
+    file = Path(folder) / "head_importance.json"
+    if not file.is_file():
+        return None, None
+    return _head_importance(folder, file.stat().st_mtime_ns)
