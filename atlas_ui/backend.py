@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import csv
+import functools
 import gc
-import hashlib
 import json
 import threading
 from dataclasses import dataclass
@@ -17,6 +17,7 @@ from viz import average_statistics, head_statistics
 
 from .figures import FigureCache, figure_cache  # noqa: F401 - kept importable from here
 from .settings import MAX_LOADED_MODELS, TOP_K
+from .warm import hold, model_key, translation_key
 
 
 @dataclass(frozen=True)
@@ -204,14 +205,14 @@ def load_examples(paths: tuple, fallback: tuple, stamps: tuple = ()) -> list:
     return [dict(row) for row in fallback]
 
 
-@st.cache_resource(show_spinner=False)
+@functools.lru_cache(maxsize=None)      # every run calls it: no st.cache hashing
 def configure_torch(threads: int) -> int:
     """Set torch's thread count once per process (cached per value)."""
     torch.set_num_threads(threads)
     return torch.get_num_threads()
 
 
-@st.cache_resource(show_spinner=False)
+@functools.lru_cache(maxsize=None)
 def translation_slots(count: int) -> threading.BoundedSemaphore:
     """The process-wide cap on translations running at once."""
     return threading.BoundedSemaphore(count)
@@ -237,7 +238,7 @@ def get_translator(ref, device: str):
     else:
         translator = Translator.load(path, device=device)
     settle_heap()
-    return translator
+    return hold(model_key(ref, device), translator)
 
 
 def settle_heap() -> None:
@@ -270,9 +271,8 @@ def translate(path: str, device: str, text: str, beam_size: int, target, slots: 
                                    head_mask=set(head_mask) or None, explain=bool(explain))
     finally:
         semaphore.release()
-    key = hashlib.sha1(repr((path, device, text, beam_size, target, tuple(head_mask))
-                            + ((True,) if explain else ())).encode()).hexdigest()
-    return to_result(out, str(translator.device), head_mask, key)
+    key = translation_key(path, device, text, beam_size, target, head_mask, explain)
+    return hold(key, to_result(out, str(translator.device), head_mask, key))
 
 
 def kind_statistics(result: Result) -> dict:

@@ -1,10 +1,9 @@
 """Figures many sessions share, built once per process (see FigureCache)."""
 from __future__ import annotations
 
+import functools
 import threading
 from collections import OrderedDict
-
-import streamlit as st
 
 
 class FigureCache:
@@ -35,7 +34,7 @@ class FigureCache:
         return len(self._figures)
 
 
-@st.cache_resource(show_spinner=False)
+@functools.lru_cache(maxsize=None)      # every chart asks: no st.cache hashing per call
 def figure_cache(max_entries: int) -> FigureCache:
     """The process's shared figures (FIGURE_CACHE_ENTRIES of them)."""
     return FigureCache(max_entries)

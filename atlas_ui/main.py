@@ -1,6 +1,7 @@
 """The app's top level: load, translate, pick a view, and turn every failure into a short message."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from dataclasses import replace
@@ -25,6 +26,7 @@ from .views_attention import compare_view, grid_view, heatmap_view, overview_vie
 from .views_explain import attribution_view, source_share_bar, step_contributions
 from .views_importance import load_importance, overview_marks
 from .views_model import masks_view, pe_view, steps_view
+from .warm import holds, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")
 COMPACT_CSS = "<style>[data-testid='stMainBlockContainer']{padding-top:2.5rem;padding-bottom:2rem}</style>"
@@ -57,7 +59,8 @@ def run_translation(translator_path: str, device: str, text: str, reference: str
         return None
     target = reference if reference.strip() else None
     try:
-        with st.spinner("Translating…"):
+        ready = holds(translation_key(translator_path, device, text, 1 if target else beam, target, (), explain))
+        with contextlib.nullcontext() if ready else st.spinner("Translating…"):
             result = translate_input(translator_path, device, text, 1 if target else beam, target, explain)
     except ValueError as exc:
         if "empty" in str(exc) or "no pieces" in str(exc):
@@ -194,6 +197,8 @@ def follow_example_language(examples: list, source_lang: str) -> None:
 def load_translator(ref: tuple, device: str, name: str):
     """The cached Translator, or None after a short error naming what is wrong."""
     try:
+        if holds(model_key(ref, device)):          # loaded already: no progress box (it sleeps 50 ms)
+            return get_translator(ref, device)
         with st.status(f"Loading the model {escape_md(name, 80)}…", expanded=False) as box:
             translator = get_translator(ref, device)
             box.update(label=f"Model {escape_md(name, 80)} loaded", state="complete")
