@@ -6,6 +6,7 @@ import functools
 import gc
 import json
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import torch
 from viz import average_statistics, head_statistics
 
 from .figures import FigureCache, figure_cache  # noqa: F401 - kept importable from here
-from .settings import MAX_LOADED_MODELS, TOP_K
+from .settings import MAX_LOADED_MODELS, RESCAN_SECONDS, TOP_K
 from .warm import hold, model_key, translation_key
 
 
@@ -111,8 +112,19 @@ def to_result(out, device: str, head_mask: tuple = (), key: str = "") -> Result:
         key=key, **explanation_fields(getattr(out, "explanation", None)))
 
 
+def rescan_tick() -> int:
+    """Changes every RESCAN_SECONDS: the disk is looked at that often, not on every run (with a
+    whole audience, stat calls were a tenth of each run)."""
+    return int(time.monotonic() // RESCAN_SECONDS)
+
+
 def find_models(folder: str) -> dict:
     """name -> path of every model directory (one holding config.json) in `folder`."""
+    return dict(_find_models(folder, rescan_tick()))
+
+
+@functools.lru_cache(maxsize=32)
+def _find_models(folder: str, tick: int) -> dict:
     root = Path(folder)
     if not root.is_dir():
         return {}
@@ -185,7 +197,12 @@ def language_options(path: str) -> tuple[list, str, str]:
 
 
 def file_stamps(paths: tuple) -> tuple:
-    """Modification times, so that a cache keyed on them sees an edited file."""
+    """Modification times, so that a cache keyed on them sees an edited file (within RESCAN_SECONDS)."""
+    return _file_stamps(tuple(paths), rescan_tick())
+
+
+@functools.lru_cache(maxsize=256)
+def _file_stamps(paths: tuple, tick: int) -> tuple:
     return tuple(Path(p).stat().st_mtime_ns if Path(p).is_file() else None for p in paths)
 
 

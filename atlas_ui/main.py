@@ -91,7 +91,9 @@ def show_translation(result, target_lang: str, display: Display) -> None:
     title = f"Translation ({target_lang})" + (", forced to the reference" if result.forced else "")
     with st.container(key="translation"):
         st.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: darker = less sure.")
-        st.code(result.text or " ", language=None, wrap_lines=True)
+        # st.text, not st.code: st.code loads a 1.5 MB syntax highlighter on every new tab, which
+        # delayed the first chart by 0.7-1.3 s (benchmarks/bench_first_paint.py)
+        st.text(result.text or " ")
         st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space),
                     unsafe_allow_html=True)
         st.caption("Each output piece is shaded by the probability the model gave it; hover for the value.")

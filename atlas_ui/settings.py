@@ -12,6 +12,7 @@ MAX_CHARS = 1000            # longest input the app accepts, in characters
 TOP_K = 10                  # candidates kept per decoding step
 MAX_BEAM = 8
 MAX_COMPARE_HEADS = 4
+RESCAN_SECONDS = 2.0              # how often model folders and example files are looked at
 MAX_LOADED_MODELS = 3       # models kept in memory per process (least recently used goes)
 FIGURE_CACHE_ENTRIES = 64   # figures shared between sessions, per process (least recently used goes)
 LOW_CONFIDENCE = 0.35       # mean piece probability under which a translation gets the "outside" note
@@ -48,8 +49,12 @@ def _positive_int(environ, name: str, default: int) -> int:
 
 
 def torch_threads(environ=os.environ) -> int:
-    """Torch threads per process: $ATLAS_TORCH_THREADS, else min(4, cpu count)."""
-    return _positive_int(environ, "ATLAS_TORCH_THREADS", min(4, os.cpu_count() or 1))
+    """Torch threads per process: $ATLAS_TORCH_THREADS, else what is left per translation when
+    max_concurrent() run at once beside the server's own thread: 1 on 2-4 cores, at most 4.
+    A second thread bought 3 ms on an idle 2-core machine and cost 0.2 s per click on a busy
+    one (benchmarks/bench_first_paint.py --env ATLAS_TORCH_THREADS=...)."""
+    spare = (os.cpu_count() or 1) // (max_concurrent(environ) + 1)
+    return _positive_int(environ, "ATLAS_TORCH_THREADS", min(4, max(1, spare)))
 
 
 def max_concurrent(environ=os.environ) -> int:

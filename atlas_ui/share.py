@@ -24,12 +24,15 @@ def share_url(base: str | None, params: dict) -> str:
 
 
 def share_box(box, params: dict) -> None:
-    """The link to this exact view; st.code gives it a copy button."""
+    """The link to this exact view. A plain link, not st.code: st.code's highlighter script cost
+    every new tab 0.7-1.3 s before its first chart (benchmarks/bench_first_paint.py)."""
+    url = share_url(st.context.url, params)    # urlencoded: no ( ) [ ] < > left to break the markdown
     with box, st.container(key="share_link"):
         st.subheader("Share")
-        st.code(share_url(st.context.url, params), language=None, wrap_lines=True)
-        st.caption("Copy this link (the button at the right of the box) to open exactly this view: "
-                   "model, sentence, decoding, view, attention kind, layer, head and step.")
+        st.markdown(f"[Link to this view]({url})")
+        st.caption("Copy this link (right-click, Copy link), or the address bar, which holds the same: it "
+                   "opens exactly this view: model, sentence, decoding, view, attention kind, layer, head "
+                   "and step.")
 
 
 def file_stem(text: str) -> str:

@@ -187,8 +187,8 @@ def script_run(page, runs: int = 1, timeout: float = 120_000):
     assert sent == runs, f"the action sent {sent} rerun requests, expected {runs}"
 
 
-TRANSLATION = '.st-key-translation [data-testid="stCode"]'       # keyed containers of the app
-SHARE_LINK = '.st-key-share_link [data-testid="stCode"]'
+TRANSLATION = '.st-key-translation [data-testid="stText"]'       # keyed containers of the app
+SHARE_LINK = '.st-key-share_link [data-testid="stMarkdownContainer"] a'
 
 
 def pick_view(page, name: str) -> None:

@@ -87,7 +87,7 @@ def test_default_run_shows_translated_example(translator):
     assert text == examples_for(models_dir(), "en", "de")[0]["en"], "the app opens with the first example"
     out = translator.translate(text, beam_size=1)
     # the translation, shown as plain text, and the probability-shaded pieces
-    assert any(code.value == out.text for code in at.code)
+    assert any(text.value == out.text for text in at.text)
     # first screen: encoder self-attention of the example, tokens as escaped tick labels
     spec = main_heatmap(at)
     assert spec["data"][0]["type"] == "heatmap"
@@ -111,7 +111,7 @@ def test_default_run_shows_translated_example(translator):
     assert at.text_area(key="text").value == second
     at.button(key="translate").click().run()
     check_clean(at, "translate button")
-    assert any(code.value == translator.translate(second).text for code in at.code)
+    assert any(text.value == translator.translate(second).text for text in at.text)
 
 
 def test_heatmap_controls_and_kinds(translator):

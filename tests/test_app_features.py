@@ -3,6 +3,7 @@ share links, export and presenter mode. Every number on screen is recomputed fro
 from __future__ import annotations
 
 import json
+import re
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
@@ -164,7 +165,7 @@ def test_share_link_holds_the_view_and_restores_it():
     assert at.slider(key="step").value == 2
     assert at.toggle(key="words").value is True
     assert at.selectbox(key="layer").value == 1 and at.selectbox(key="head").value == 2
-    link = [code.value for code in at.sidebar.code if "?" in code.value][0]
+    link = [href for md in at.sidebar.markdown for href in re.findall(r"\]\(([^)]*\?[^)]*)\)", md.value)][0]
     query = parse_qs(urlparse(link).query)
     assert query["view"] == ["Decoding steps"] and query["sentence"] == ["Two dogs play in the snow."]
     assert query["step"] == ["2"] and query["layer"] == ["1"] and query["head"] == ["2"]
@@ -226,7 +227,7 @@ def test_switching_to_de_en_translates_the_same_example_in_german():
     row = [r for r in examples_for(models_dir(), "de", "en") if r.get("en") == english][0]
     assert german == row["de"] != english
     out = Translator.load(MODELS["de-en"], device="cpu").translate(german)
-    assert any(code.value == out.text for code in at.code)
+    assert any(text.value == out.text for text in at.text)
     assert "de-en" in at.selectbox(key="model").value
     at.text_area(key="text").set_value("Ein Hund läuft.").run()           # typed text is kept as typed
     at.selectbox(key="model").set_value("en-de").run()

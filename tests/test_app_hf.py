@@ -38,7 +38,7 @@ def opened(monkeypatch, folder, **params):
 
 
 def translation_text(at) -> str:
-    return at.code[0].value if at.code else ""
+    return at.main.text[0].value if at.main.text else ""
 
 
 @pytest.mark.parametrize("family", FAMILIES)

@@ -40,13 +40,11 @@ def test_a_shared_link_opens_exactly_that_view(browser, app_url):
     assert page.locator('[data-testid="stTextArea"] textarea').first.input_value() == SENTENCE
     titles = chart_titles(page)
     assert any("Cross-attention over the source · layer 1 · head 2" in t for t in titles), titles
-    # the sidebar's share box holds the same view, with a copy button
+    # the sidebar's share box links to the same view
     share = page.locator(SHARE_LINK)
-    query = parse_qs(urlparse(share.inner_text().strip()).query)
+    query = parse_qs(urlparse(share.get_attribute("href")).query)
     assert query["view"] == ["Decoding steps"] and query["step"] == ["2"] and query["sentence"] == [SENTENCE]
     assert query["layer"] == ["1"] and query["head"] == ["2"]
-    share.hover()
-    assert share.locator("button").count() >= 1, "copy button"
     assert page.problems == []
     page.context.close()
 

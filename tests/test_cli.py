@@ -62,4 +62,4 @@ def test_the_command_starts_the_app_with_the_model_first(tiny_dir, tmp_path):
         os.environ.pop("ATLAS_MODELS") if old is None else os.environ.__setitem__("ATLAS_MODELS", old)
     assert not at.exception
     assert at.selectbox(key="model").value == tiny_dir.name       # the named model is the one opened
-    assert at.code and at.code[0].value.strip()
+    assert at.main.text and at.main.text[0].value.strip()

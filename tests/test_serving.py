@@ -5,6 +5,7 @@ The timings live in benchmarks/bench_serving.py; these tests check behaviour onl
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import shutil
 import urllib.request
 from urllib.parse import urlencode
@@ -21,6 +22,13 @@ NEEDS_NGINX = pytest.mark.skipif(shutil.which("nginx") is None and not REQUIRED,
                                  reason="nginx is not installed (apt-get install -y nginx-light)")
 
 
+def drive(coroutine):
+    """asyncio.run in a thread of its own: in a full run, the session's Playwright browser (sync
+    API) keeps an event loop running in the main thread, where asyncio.run refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
+
+
 @pytest.fixture(scope="module")
 def app(tmp_path_factory):
     with AppServer("app.py", log_dir=tmp_path_factory.mktemp("serving")) as server:
@@ -32,19 +40,19 @@ def server_log(server) -> str:
 
 
 def test_a_session_gets_the_links_chart_over_the_websocket(app):
-    record = asyncio.run(open_link(app.url, urlencode(LINK)))
+    record = drive(open_link(app.url, urlencode(LINK)))
     assert record.ok, record.errors
     assert record.first_chart <= record.finished
     assert record.charts == 1                      # the Heatmap view draws one chart
 
 
 def test_bad_input_under_load_leaves_everyone_else_their_chart(app):
-    grouped = asyncio.run(bad_input_crowd(app.url, urlencode(LINK), normal=10, long_sessions=10, leavers=10, flood=20))
+    grouped = drive(bad_input_crowd(app.url, urlencode(LINK), normal=10, long_sessions=10, leavers=10, flood=20))
     assert all(r.ok for r in grouped["normal"]), [r.errors for r in grouped["normal"]]
     assert all(r.ok for r in grouped["long"]), [r.errors for r in grouped["long"]]   # 1,000 characters
     flood = grouped["flood"][0]
     assert not flood.errors and flood.finished is not None, flood.errors
-    after = asyncio.run(crowd(app.url, [urlencode(LINK)] * 5))
+    after = drive(crowd(app.url, [urlencode(LINK)] * 5))
     assert all(r.ok for r in after), [r.errors for r in after]
     log = server_log(app)
     assert "Traceback" not in log and "Unexpected" not in log, log[-3000:]
@@ -86,5 +94,5 @@ def test_two_processes_behind_nginx_keep_each_session_on_one(tmp_path):
                 break
         assert seen == {f"127.0.0.1:{server.port}" for server in proxy.servers}
         # the websocket goes through too: a session gets its chart via the proxy
-        records = asyncio.run(crowd(proxy.url, [urlencode(LINK)] * 4))
+        records = drive(crowd(proxy.url, [urlencode(LINK)] * 4))
         assert all(r.ok for r in records), [r.errors for r in records]
