@@ -46,7 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
-from browser_utils import CHROMIUM, CHROMIUM_ARGS, RUN_ENDED_JS, run_tracker_js  # noqa: E402
+from browser_utils import CHROMIUM, CHROMIUM_ARGS, RUN_ENDED_JS, TRANSLATION, run_tracker_js  # noqa: E402
 from serving.servers import AppServer  # noqa: E402
 
 SHARE_QUERY = "?model=en-de&sentence=Two+dogs+play+in+the+snow.&view=Heatmap"
@@ -179,7 +179,7 @@ def click_runs(browser, url: str, sentences: list[str]) -> list[dict]:
             sent, click_at, end_at, started, finished = page.evaluate(
                 "() => [window.__atlasRuns.sent, window.__clickAt, window.__runEndAt, window.__probe.lastStarted,"
                 " window.__probe.lastFinished]")
-            translation = page.locator('.st-key-translation [data-testid="stCode"]').inner_text()
+            translation = page.locator(TRANSLATION).inner_text()
             timings.append({"sentence": sentence, "reruns": sent - before, "seconds": (end_at - click_at) / 1000,
                             # the page's view: click -> the server's run started -> it finished -> drawn
                             "to_start": (started - click_at) / 1000, "run": (finished - started) / 1000,
