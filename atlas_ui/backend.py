@@ -148,7 +148,7 @@ def _read_config(path: str) -> dict:
     return config if isinstance(config, dict) else {}
 
 
-@st.cache_data(max_entries=64, show_spinner=False)
+@functools.lru_cache(maxsize=64)
 def model_info(path: str, stamp=None) -> ModelInfo:
     """Read once per config.json version (`stamp`), not on every run."""
     config = _read_config(path)
@@ -167,7 +167,7 @@ def label_for(name: str, info: ModelInfo) -> str:
     return f"{name} ({info.source_lang or 'src'} → {info.target_lang or 'tgt'})"
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@functools.lru_cache(maxsize=16)
 def _model_labels(items: tuple, stamps: tuple) -> dict:
     return {name: label_for(name, model_info(path, stamp)) for (name, path), stamp in zip(items, stamps)}
 
@@ -183,16 +183,16 @@ def model_languages(path: str) -> tuple[str, str]:
     return info.source_lang or "src", info.target_lang or "tgt"
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
-def language_options(path: str) -> tuple[list, str, str]:
+@functools.lru_cache(maxsize=16)
+def language_options(path: str) -> tuple[tuple, str, str]:
     """(language codes, default source, default target) of a multilingual Hugging Face model;
     ([], "", "") for a model with one language pair. Reads the tokenizer only."""
     from transformer.hf.arch import language_codes
     from transformer.hf.load import load_tokenizer, read_config
     if not model_info(path).hf or model_info(path).model_type not in ("m2m_100", "mbart"):
-        return [], "", ""
+        return (), "", ""
     tokenizer = load_tokenizer(Path(path), read_config(Path(path)))
-    codes = list(language_codes(tokenizer))
+    codes = tuple(language_codes(tokenizer))
     return codes, str(getattr(tokenizer, "src_lang", "") or ""), str(getattr(tokenizer, "tgt_lang", "") or "")
 
 
@@ -206,9 +206,18 @@ def _file_stamps(paths: tuple, tick: int) -> tuple:
     return tuple(Path(p).stat().st_mtime_ns if Path(p).is_file() else None for p in paths)
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
 def load_examples(paths: tuple, fallback: tuple, stamps: tuple = ()) -> list:
-    """Rows of the first readable examples.tsv among `paths` (dicts by column), else `fallback`."""
+    """Rows of the first readable examples.tsv among `paths` (dicts by column), else `fallback`.
+    Fresh dicts each call: the file is read once per `stamps`."""
+    rows = _read_examples(tuple(paths), tuple(stamps))
+    return [dict(row) for row in (rows or fallback)]
+
+
+# The lookups below run on every script run of every session: functools caches (keyed on file
+# times where a file is read) cost microseconds, st.cache_data hashes its arguments and unpickles
+# its value on each call (issue 14). What they return is never changed by the callers.
+@functools.lru_cache(maxsize=8)
+def _read_examples(paths: tuple, stamps: tuple) -> tuple:
     for path in paths:
         try:
             with open(path, encoding="utf-8", newline="") as handle:
@@ -216,10 +225,10 @@ def load_examples(paths: tuple, fallback: tuple, stamps: tuple = ()) -> list:
                         for row in csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)]
         except (OSError, UnicodeDecodeError, csv.Error):
             continue
-        rows = [row for row in rows if any(row.values())]
+        rows = tuple(row for row in rows if any(row.values()))
         if rows:
             return rows
-    return [dict(row) for row in fallback]
+    return ()
 
 
 @functools.lru_cache(maxsize=None)      # every run calls it: no st.cache hashing

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import html
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -291,3 +292,10 @@ def test_examples_file_and_its_fallback(tmp_path):
     assert rows == [{"en": 'Hi "there" <b>.', "de": "Hallo.", "shows": "quotes"}]
     missing = load_examples((str(tmp_path / "missing.tsv"),), FALLBACK_EXAMPLES, ())
     assert missing == [dict(row) for row in FALLBACK_EXAMPLES]
+
+
+def share_link(at) -> str:
+    """The sidebar's link to this view (a markdown link: [text](url))."""
+    links = [href for md in at.sidebar.markdown for href in re.findall(r"\]\(([^)]*\?[^)]*)\)", md.value)]
+    assert links, "the share box holds a link"
+    return links[0]

@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pytest
 
-from test_app import MODELS, array, check_clean, new_app, specs, z_array
+from test_app import MODELS, array, check_clean, new_app, share_link, specs, z_array
 from viz import merge_keys, method_table, top_heads
 
 pytestmark = pytest.mark.skipif("en-de" not in MODELS, reason="needs pretrained/en-de")
@@ -70,7 +70,7 @@ def test_norm_switch_shows_the_norm_weighted_values_of_that_head(explained):
     # source vs prefix under the translation (ALTI+)
     bars = titled(at, "Source vs prefix")[0]
     np.testing.assert_allclose(array(bars["data"][0]["y"]), explained.explanation.source_share, atol=1e-5)
-    link = [code.value for code in at.sidebar.code if "?" in code.value][0]
+    link = share_link(at)
     assert parse_qs(urlparse(link).query)["norm"] == ["1"]
     # the average over heads and the word view follow the switch
     at.toggle(key="avg_heads").set_value(True).run()

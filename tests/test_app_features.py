@@ -3,13 +3,12 @@ share links, export and presenter mode. Every number on screen is recomputed fro
 from __future__ import annotations
 
 import json
-import re
 from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 import pytest
 
-from test_app import MODELS, array, check_clean, new_app, specs, z_array
+from test_app import MODELS, array, check_clean, new_app, share_link, specs, z_array
 from viz import head_statistics, merge_attention, merge_keys, rollout
 from viz.stats import STAT_COLUMNS
 
@@ -165,7 +164,7 @@ def test_share_link_holds_the_view_and_restores_it():
     assert at.slider(key="step").value == 2
     assert at.toggle(key="words").value is True
     assert at.selectbox(key="layer").value == 1 and at.selectbox(key="head").value == 2
-    link = [href for md in at.sidebar.markdown for href in re.findall(r"\]\(([^)]*\?[^)]*)\)", md.value)][0]
+    link = share_link(at)
     query = parse_qs(urlparse(link).query)
     assert query["view"] == ["Decoding steps"] and query["sentence"] == ["Two dogs play in the snow."]
     assert query["step"] == ["2"] and query["layer"] == ["1"] and query["head"] == ["2"]
