@@ -3,6 +3,7 @@ view's faithfulness numbers (one sentence, and averaged over the examples), and 
 head_importance.json of a model directory. Results are plain data (numpy, pandas)."""
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import numpy as np
@@ -30,16 +31,22 @@ def explain_unavailable(translator) -> str | None:
             + ", ".join(EXPLAIN_FAMILIES) + ").")
 
 
-def _run_explained(translator, text: str, beam_size: int, target, slots: int, head_mask: tuple):
+@contextlib.contextmanager
+def translation_slot(slots: int):
+    """Hold one of the process's translation slots (the cap on model work running at once)."""
     semaphore = translation_slots(slots)
     if not semaphore.acquire(timeout=120):
         raise TimeoutError("the server is busy translating for others")
     try:
-        return translator.translate(text, beam_size=beam_size, capture=True, top_k=1,
-                                    target=list(target) if isinstance(target, tuple) else target,
-                                    head_mask=set(head_mask) or None, explain=True)
+        yield
     finally:
         semaphore.release()
+
+
+def _run_explained(translator, text: str, beam_size: int, target, head_mask: tuple):
+    return translator.translate(text, beam_size=beam_size, capture=True, top_k=1,
+                                target=list(target) if isinstance(target, tuple) else target,
+                                head_mask=set(head_mask) or None, explain=True)
 
 
 def content_positions(translator, source_ids) -> list:
@@ -58,9 +65,10 @@ def attribution(path, device: str, text: str, beam_size: int, target, slots: int
     from transformer.explain import method_scores
     from transformer.faithfulness import perturbation_summary, perturbation_test, rank_correlations
     translator = get_translator(path, device)
-    out = _run_explained(translator, text, beam_size, target, slots, head_mask)
-    scores = method_scores(out)
-    frame = perturbation_test(translator, out, scores, head_mask=set(head_mask) or None)
+    with translation_slot(slots):             # the perturbation passes are model work too
+        out = _run_explained(translator, text, beam_size, target, head_mask)
+        scores = method_scores(out)
+        frame = perturbation_test(translator, out, scores, head_mask=set(head_mask) or None)
     positions = content_positions(translator, out.source_ids)
     correlations = (rank_correlations(scores, positions) if len(positions) > 1
                     else pd.DataFrame(columns=["step", "method_a", "method_b", "spearman"]))

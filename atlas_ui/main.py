@@ -103,7 +103,10 @@ def show_translation(result, target_lang: str, display: Display) -> None:
 def translate_plain(path: str, device: str, beam: int, text: str, explain: bool = False):
     """A second sentence with the same model and decoding, no reference (Masks and Compare views)."""
     with st.spinner("Translating the other sentence…"):
-        return translate(path, device, text[:MAX_CHARS], beam, None, max_concurrent(), explain=explain)
+        # explain only when True: st.cache_resource keys on the arguments as passed, so an explicit
+        # explain=False would cache the same translation a second time
+        return translate(path, device, text[:MAX_CHARS], beam, None, max_concurrent(),
+                         **({"explain": True} if explain else {}))
 
 
 def batch_sentences(examples: list, source_key: str, current: str, count: int = 2) -> list:

@@ -23,10 +23,20 @@ def share_url(base: str | None, params: dict) -> str:
     return f"{base or ''}?{query}" if query else (base or "?")
 
 
+def markdown_safe_url(url: str) -> str:
+    """The URL with every character that could end or reshape a Markdown link destination
+    percent-encoded. The query is urlencoded already, but the page path comes from the browser's
+    address, where ( ) [ ] are left as typed: a crafted link must not put its own link in the box."""
+    for char, code in (("(", "%28"), (")", "%29"), ("[", "%5B"), ("]", "%5D"), ("<", "%3C"), (">", "%3E"),
+                       (" ", "%20"), ("\\", "%5C"), ("`", "%60"), ("\n", "%0A")):
+        url = url.replace(char, code)
+    return url
+
+
 def share_box(box, params: dict) -> None:
     """The link to this exact view. A plain link, not st.code: st.code's highlighter script cost
     every new tab 0.7-1.3 s before its first chart (benchmarks/bench_first_paint.py)."""
-    url = share_url(st.context.url, params)    # urlencoded: no ( ) [ ] < > left to break the markdown
+    url = markdown_safe_url(share_url(st.context.url, params))
     with box, st.container(key="share_link"):
         st.subheader("Share")
         st.markdown(f"[Link to this view]({url})")

@@ -190,7 +190,7 @@ def compare_view(result, display, translate_other, examples: list, source_key: s
                 continue
             try:
                 other = translate_other(text)
-            except ValueError as exc:
+            except (ValueError, RuntimeError, TimeoutError) as exc:   # bad text, explain failure, busy server
                 st.info(escape_md(str(exc)))
                 continue
             st.caption(f"Sentence {index + 1} → " + escape_md(other.text, 120))

@@ -87,7 +87,7 @@ def attribution_view(result, display, explain_note: str, attribution, average, e
         return _method_figure(_raw_cross(result), result, display, t)
     try:
         data = attribution()
-    except (ValueError, RuntimeError) as exc:
+    except (ValueError, RuntimeError, TimeoutError) as exc:
         st.info("The attribution is unavailable for this run: " + escape_md(str(exc), 300))
         return _method_figure(_raw_cross(result), result, display, t)
     scores = data["scores"]

@@ -37,3 +37,12 @@ def test_a_translation_is_held_under_its_key_while_cached():
     key = translation_key(ref, "cpu", "A dog runs on the beach.", 1, None)
     assert result.key == key and holds(key)
     assert not holds(translation_key(ref, "cpu", "A dog runs on the beach.", 1, None, (), True))
+
+
+def test_the_share_link_cannot_be_reshaped_by_the_page_path():
+    from urllib.parse import parse_qs, urlparse
+    from atlas_ui.share import markdown_safe_url, share_url
+    crafted = "http://host/x)[Sign in](https://evil.example/"
+    url = markdown_safe_url(share_url(crafted, {"sentence": "A (big) [dog] <b>`x`</b>\nrun", "view": "Heatmap"}))
+    assert not set("()[]<> `\n\\") & set(url)          # nothing that ends or starts a Markdown link
+    assert parse_qs(urlparse(url).query)["sentence"] == ["A (big) [dog] <b>`x`</b>\nrun"]

@@ -33,10 +33,14 @@ def _hf_gating(hf: bool, gates):
 
 
 @torch.inference_mode()
-def _forced_probs(tr, sources: list[list[int]], fed_ids: list[int], gates, chunk: int = 16) -> np.ndarray:
-    """p(· | prefix) for each perturbed source, one forced pass per row: (N, T, V) -> float32 probs."""
+def _forced_probs(tr, sources: list[list[int]], fed_ids: list[int], output_ids: list[int], gates,
+                  chunk: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """For each perturbed source, one forced pass: p(output piece t | prefix) and the argmax piece
+    at each step, (N, T) each. Only these two leave the chunk loop: keeping the full (N, T, V)
+    distributions grew with T^2 * V (hundreds of MB for one long sentence with a 58k vocabulary)."""
     fed_one = torch.tensor([fed_ids], dtype=torch.long, device=tr.device)            # (1, T)
-    out = []
+    chosen = torch.tensor(output_ids, dtype=torch.long, device=tr.device)            # (T,)
+    probs, argmax = [], []
     hf = hasattr(tr, "family")
     with no_capture(), _hf_gating(hf, gates):
         for start in range(0, len(sources), chunk):
@@ -47,8 +51,11 @@ def _forced_probs(tr, sources: list[list[int]], fed_ids: list[int], gates, chunk
                                   use_cache=False, return_dict=True).logits
             else:
                 logits = tr.model(src, None, fed, gates=gates)                        # (B, T, V)
-            out.append(torch.softmax(logits.float(), dim=-1).cpu().numpy())
-    return np.concatenate(out)
+            p = torch.softmax(logits.float(), dim=-1)
+            index = chosen.view(1, -1, 1).expand(p.shape[0], -1, 1)
+            probs.append(p.gather(-1, index).squeeze(-1).cpu().numpy())                # (B, T)
+            argmax.append(p.argmax(-1).cpu().numpy())                                  # (B, T)
+    return np.concatenate(probs), np.concatenate(argmax)
 
 
 def perturbation_test(tr, out, scores: dict | None = None, ks=(1, 3), head_mask=None,
@@ -86,12 +93,11 @@ def perturbation_test(tr, out, scores: dict | None = None, ks=(1, 3), head_mask=
                 ids = [unk if j in dropped else i for j, i in enumerate(source)]
                 index = variants.setdefault(tuple(ids), len(variants))
                 plans.append((name, t, int(k), dropped, index))
-    probs = _forced_probs(tr, [list(v) for v in variants], fed, tr._gates(head_mask))   # (N, T, V)
+    probs, argmax = _forced_probs(tr, [list(v) for v in variants], fed, output, tr._gates(head_mask))  # (N, T)
     rows = []
     for name, t, k, dropped, index in plans:
-        before, after = probs[0, t], probs[index, t]
-        rows.append(dict(method=name, step=t, k=k, dropped=dropped, p_before=float(before[output[t]]),
-                         p_after=float(after[output[t]]), argmax_changed=bool(after.argmax() != before.argmax())))
+        rows.append(dict(method=name, step=t, k=k, dropped=dropped, p_before=float(probs[0, t]),
+                         p_after=float(probs[index, t]), argmax_changed=bool(argmax[index, t] != argmax[0, t])))
     frame = pd.DataFrame(rows)
     frame.insert(6, "drop", frame.p_before - frame.p_after)
     return frame
