@@ -67,6 +67,25 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of one process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def settle(pids: list[int], window: float = 0.2, quiet: float = 0.01, timeout: float = 15.0) -> float:
+    """Wait until the processes are idle (less than `quiet` CPU seconds over `window`), so that a
+    crowd does not start while another server still closes the last crowd's sessions. Returns the
+    seconds it waited."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        before = sum(cpu_seconds(pid) for pid in pids)
+        time.sleep(window)
+        if sum(cpu_seconds(pid) for pid in pids) - before < quiet:
+            break
+    return time.monotonic() - started
+
+
 class AppServer:
     """One `streamlit run` server on a free port: start(), wait(), stop(), or use as a context."""
 
