@@ -16,7 +16,6 @@ import torch
 
 from viz import average_statistics, head_statistics
 
-from .figures import FigureCache, figure_cache  # noqa: F401 - kept importable from here
 from .settings import MAX_LOADED_MODELS, RESCAN_SECONDS, TOP_K
 from .warm import hold, model_key, translation_key
 

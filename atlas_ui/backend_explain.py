@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from .backend import get_translator, translation_slots
+from .backend import file_stamps, get_translator, translation_slots
 
 METHODS = ("attention", "norm", "alti+", "saliency")
 METHOD_LABELS = {"attention": "raw cross-attention (mean of layers and heads)",
@@ -119,7 +119,5 @@ def head_importance(path) -> tuple:
     """(the parsed head_importance.json or None, an error message or None) of a model directory;
     (None, None) for a model without the file (hub ids, Hugging Face directories)."""
     folder = str(path[0] if isinstance(path, tuple) else path)
-    file = Path(folder) / "head_importance.json"
-    if not file.is_file():
-        return None, None
-    return _head_importance(folder, file.stat().st_mtime_ns)
+    (stamp,) = file_stamps((str(Path(folder) / "head_importance.json"),))   # None: no file
+    return (None, None) if stamp is None else _head_importance(folder, stamp)

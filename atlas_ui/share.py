@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import streamlit as st
 
@@ -25,12 +25,10 @@ def share_url(base: str | None, params: dict) -> str:
 
 def markdown_safe_url(url: str) -> str:
     """The URL with every character that could end or reshape a Markdown link destination
-    percent-encoded. The query is urlencoded already, but the page path comes from the browser's
-    address, where ( ) [ ] are left as typed: a crafted link must not put its own link in the box."""
-    for char, code in (("(", "%28"), (")", "%29"), ("[", "%5B"), ("]", "%5D"), ("<", "%3C"), (">", "%3E"),
-                       (" ", "%20"), ("\\", "%5C"), ("`", "%60"), ("\n", "%0A")):
-        url = url.replace(char, code)
-    return url
+    percent-encoded (URL delimiters and existing escapes kept). The query is urlencoded already, but
+    the page path comes from the browser's address, where ( ) [ ] are left as typed: a crafted link
+    must not put its own link in the box."""
+    return quote(url, safe=":/?#&=%+,;@!$*'~")
 
 
 def share_box(box, params: dict) -> None:

@@ -158,8 +158,7 @@ def bad_input(args) -> None:
         print(f"  flood of 50 reruns: errors {flood.errors or 'none'}, charts received {flood.charts}")
         after = asyncio.run(crowd(app.url, [urlencode(LINK)] * 10))
         print(f"  10 sessions after it all: {sum(r.ok for r in after)} ok")
-        log = Path(app.log_dir) / f"server-app-{app.port}.log"
-        text = log.read_text(errors="replace")
+        text = app.log_path.read_text(errors="replace")
         print(f"  server log: {text.count('Traceback')} tracebacks, {text.count('Error')} lines naming an error")
 
 

@@ -95,11 +95,11 @@ class AppServer:
         self.port = port or free_port()
         self.log_dir = Path(log_dir or tempfile.gettempdir())
         self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = self.log_dir / f"server-{Path(app).stem}-{self.port}.log"
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "AppServer":
-        log = self.log_dir / f"server-{Path(self.app).stem}-{self.port}.log"
-        self.process = start_server(self.port, log, self.extra_args, self.env, self.app)
+        self.process = start_server(self.port, self.log_path, self.extra_args, self.env, self.app)
         return self
 
     def wait(self, timeout: float = 90.0) -> str:
@@ -114,7 +114,12 @@ class AppServer:
             stop_server(self.process)
 
     def __enter__(self) -> "AppServer":
-        self.start().wait()
+        self.start()
+        try:
+            self.wait()
+        except BaseException:            # a server that never got healthy is not left running
+            self.stop()
+            raise
         return self
 
     def __exit__(self, *exc) -> None:

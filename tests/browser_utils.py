@@ -4,15 +4,11 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from serving.servers import AppServer
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -23,48 +19,6 @@ CHART = '[data-testid="stPlotlyChart"]'
 REQUIRED = os.environ.get("CI") == "true" or os.environ.get("ATLAS_REQUIRE_BROWSER") == "1"
 NEEDS_BROWSER = pytest.mark.skipif(not Path(CHROMIUM).exists() and not REQUIRED,
                                    reason=f"{CHROMIUM} is not installed (apt-get install -y chromium)")
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def start_server(port: int, log_path: Path, extra_args: tuple = (), env: dict | None = None) -> subprocess.Popen:
-    """`streamlit run app.py` from the repository root, environment passed through (plus `env`)."""
-    command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
-               "--server.address", "127.0.0.1", "--server.headless", "true",
-               "--browser.gatherUsageStats", "false", *extra_args]
-    log = open(log_path, "wb")
-    return subprocess.Popen(command, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
-
-
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {process.returncode}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read().decode().strip() == "ok":
-                    return
-        except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
-            pass
-        time.sleep(0.5)
-    raise TimeoutError(f"{url}/_stcore/health did not answer 'ok' within {timeout:.0f} s")
-
-
-def stop_server(process: subprocess.Popen) -> None:
-    """Terminate the server we started (only that process), then kill it if it lingers."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 def plot_state(page, index: int = 0) -> dict:
@@ -216,14 +170,8 @@ def translate(page, text: str) -> None:
 @contextlib.contextmanager
 def running_app(log_dir: Path, extra_args: tuple = (), env: dict | None = None):
     """A healthy `streamlit run` server for the duration of the block; yields its URL."""
-    port = free_port()
-    process = start_server(port, log_dir / f"server-{port}.log", extra_args, env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, process, timeout=90)
-        yield url
-    finally:
-        stop_server(process)
+    with AppServer("app.py", extra_args, env, log_dir) as server:
+        yield server.url
 
 
 def open_page(browser, url: str, viewport=(1440, 1100)):

@@ -12,7 +12,8 @@ from urllib.parse import parse_qs, urlparse
 import numpy as np
 import pytest
 
-from test_app import MODELS, array, check_clean, new_app, share_link, specs, z_array
+from test_app import MODELS, array, check_clean, share_link, specs, z_array
+from test_app_features import started as started_with
 from viz import merge_keys, method_table, top_heads
 
 pytestmark = pytest.mark.skipif("en-de" not in MODELS, reason="needs pretrained/en-de")
@@ -32,14 +33,7 @@ def explained(translator):
 
 
 def started(view: str | None = None, **params):
-    at = new_app()
-    at.query_params.update({"sentence": SENTENCE, **params})
-    at.run()
-    check_clean(at, "start")
-    if view:
-        at.radio(key="view").set_value(view).run()
-        check_clean(at, view)
-    return at
+    return started_with(view, sentence=SENTENCE, **params)
 
 
 def titled(at, text: str) -> list[dict]:

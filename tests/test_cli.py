@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from atlas_ui.cli import APP, build_command
-from browser_utils import free_port, stop_server, wait_healthy
+from serving.servers import free_port, stop_server, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
 

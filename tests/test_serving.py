@@ -36,7 +36,7 @@ def app(tmp_path_factory):
 
 
 def server_log(server) -> str:
-    return (server.log_dir / f"server-app-{server.port}.log").read_text(errors="replace")
+    return server.log_path.read_text(errors="replace")
 
 
 def test_a_session_gets_the_links_chart_over_the_websocket(app):

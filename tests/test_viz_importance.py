@@ -7,20 +7,12 @@ import plotly.graph_objects as go
 import pytest
 
 import viz
+from test_viz import drop_empty
 from viz import (attention_heatmap, head_grid_figure, importance_figure, importance_frame, overview_figure,
                  pruning_curve_figure, top_heads)
 
 LOSS = np.array([[0.01, -0.002, 0.03], [0.2, 0.0, 0.05]])
 TGT, SRC = ["<s>", "▁a", "▁b", "</s>"], ["▁x", "▁y", "▁z", "▁x", "</s>"]
-
-
-def drop_empty(value):
-    if isinstance(value, dict):
-        kept = {k: drop_empty(v) for k, v in value.items()}
-        return {k: v for k, v in kept.items() if v != {}}
-    if isinstance(value, list):
-        return [drop_empty(v) for v in value]
-    return value
 
 
 def same_as_validated(fig) -> None:

@@ -74,6 +74,22 @@ def color_range(z: np.ndarray, normalize: bool) -> tuple[float, float]:
     return lo, (hi if hi > lo else lo + 1e-9)
 
 
+def fixed_range(zmax) -> tuple[float, float]:
+    """(0, zmax): one colour scale for values that are not probabilities (norm-weighted maps)."""
+    if not np.isfinite(zmax) or zmax <= 0:
+        raise ValueError(f"zmax must be a positive number, got {zmax!r}")
+    return 0.0, float(zmax)
+
+
+def check_heads(marked, n_layers: int, n_heads: int) -> list[tuple[int, int]]:
+    """[(layer, head), ...] as ints; ValueError for a head outside the model."""
+    heads = [(int(layer), int(head)) for layer, head in marked]
+    for layer, head in heads:
+        if not (0 <= layer < n_layers and 0 <= head < n_heads):
+            raise ValueError(f"marked head ({layer}, {head}) is outside {n_layers} layers × {n_heads} heads")
+    return heads
+
+
 def symmetric_range(z: np.ndarray) -> tuple[float, float]:
     """(-m, m) with m = max |z|, so zero sits at the diverging scale's midpoint."""
     m = float(np.nanmax(np.abs(z))) if z.size else 0.0

@@ -6,7 +6,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import DEFAULT_COLORSCALE, auto_height, check_attention, color_range, matrix_heatmap
+from ._base import DEFAULT_COLORSCALE, auto_height, check_attention, color_range, fixed_range, matrix_heatmap
 from ._labels import STRUCTURAL_PIECES, display_tokens, escape_label
 
 HIDDEN_NOTE = "special tokens hidden: rows may not sum to 1"
@@ -46,12 +46,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, title: str = "", *,
     z = w[np.ix_(rows, cols)] if hide_special else w
     q_labels = display_tokens([query[i] for i in rows], show_space=show_space)
     k_labels = display_tokens([key[j] for j in cols], show_space=show_space)
-    if zmax is not None and not normalize:
-        if not np.isfinite(zmax) or zmax <= 0:
-            raise ValueError(f"zmax must be a positive number, got {zmax!r}")
-        zmin, zmax = 0.0, float(zmax)
-    else:
-        zmin, zmax = color_range(z, normalize)
+    zmin, zmax = fixed_range(zmax) if zmax is not None and not normalize else color_range(z, normalize)
     # Hover names each cell by original position and escaped piece.
     customdata = pair_customdata([f"{i} {lab}" for i, lab in zip(rows, q_labels)],
                                  [f"{j} {lab}" for j, lab in zip(cols, k_labels)])

@@ -8,7 +8,7 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import (DEFAULT_COLORSCALE, DIVERGING_COLORSCALE, as_array, figure_title, head_markers,
+from ._base import (DEFAULT_COLORSCALE, DIVERGING_COLORSCALE, as_array, check_heads, figure_title, head_markers,
                     matrix_heatmap, symmetric_range)
 from ._figure import build_figure, plain
 from ._labels import escape_label
@@ -44,10 +44,7 @@ def importance_figure(values, title: str = "Head importance", *, value_title: st
     per head (customdata [layer, head], as the other head maps)."""
     table = _head_table(values, "values")
     L, H = table.shape
-    marked = {(int(layer), int(head)) for layer, head in marked}
-    for layer, head in marked:
-        if not (0 <= layer < L and 0 <= head < H):
-            raise ValueError(f"marked head ({layer}, {head}) is outside {L} layers × {H} heads")
+    marked = set(check_heads(marked, L, H))
     if table.min() < 0 < table.max():
         zmin, zmax = symmetric_range(table)
         scale = colorscale or DIVERGING_COLORSCALE

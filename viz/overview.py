@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import (DEFAULT_COLORSCALE, HOVER_TEXT_CELLS, check_attention, figure_title,
+from ._base import (DEFAULT_COLORSCALE, HOVER_TEXT_CELLS, check_attention, check_heads, figure_title, fixed_range,
                     head_markers, heatmap_trace, point_customdata, token_axis)
 from ._figure import build_figure
 from ._png import png_data_uri
@@ -100,7 +100,7 @@ def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
     t = tile(w, gap=default_gap(Q, K) if gap is None else gap, normalize=normalize)
     text = cell_text(t, display_tokens(query, show_space=show_space),
                      display_tokens(key, show_space=show_space), first_layer=first_layer)
-    top = 1.0 if normalize or zmax is None else checked_zmax(zmax)
+    top = 1.0 if normalize or zmax is None else fixed_range(zmax)[1]
     weight = "%{customdata:.4f} (colour: share of head max)" if normalize else "%{z:.4f}"
     prefix = f"{escape_label(kind_label)}<br>" if kind_label else ""
     hover = (prefix + ("%{text}<br>" if text is not None else "") + f"{escape_label(value_title)} {weight}"
@@ -122,20 +122,11 @@ def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
     return [heat, marks], layout, t
 
 
-def checked_zmax(zmax) -> float:
-    if not np.isfinite(zmax) or zmax <= 0:
-        raise ValueError(f"zmax must be a positive number, got {zmax!r}")
-    return float(zmax)
-
-
 def tile_outlines(t: Tiling, Q: int, K: int, marked, n_layers: int, n_heads: int,
                   color: str = "#d62728") -> list[dict]:
     """Layout rectangles around the tiles of the heads in `marked` [(layer, head), ...]."""
     shapes = []
-    for layer, head in marked:
-        layer, head = int(layer), int(head)
-        if not (0 <= layer < n_layers and 0 <= head < n_heads):
-            raise ValueError(f"marked head ({layer}, {head}) is outside {n_layers} layers × {n_heads} heads")
+    for layer, head in check_heads(marked, n_layers, n_heads):
         shapes.append(dict(type="rect", xref="x", yref="y", x0=head * t.step_k - 0.5, x1=head * t.step_k + K - 0.5,
                            y0=layer * t.step_q - 0.5, y1=layer * t.step_q + Q - 0.5, fillcolor="rgba(0,0,0,0)",
                            line=dict(color=color, width=3)))
