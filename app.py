@@ -1,4 +1,10 @@
-"""Attention Atlas: `streamlit run app.py`. The UI lives in atlas_ui/, the figures in viz/."""
+"""Attention Atlas: `streamlit run app.py`. The UI lives in atlas_ui/, the figures in viz/.
+
+This file has two roles. `streamlit run app.py` finds `app` below, an st.App (Streamlit's ASGI
+server with atlas_ui/asgi.py's middleware: the page starts loading the chart library at once),
+and that server runs this same file for every session, where it draws the page. AppTest runs it
+as a page too.
+"""
 import os
 import sys
 
@@ -6,6 +12,12 @@ ROOT = os.path.dirname(os.path.abspath(__file__))   # no resolve(): this runs on
 if ROOT not in sys.path:           # AppTest and `streamlit run` from another folder
     sys.path.insert(0, ROOT)
 
-from atlas_ui.main import run  # noqa: E402
+import streamlit as st  # noqa: E402
+from streamlit.runtime.scriptrunner import get_script_run_ctx  # noqa: E402
 
-run()
+if get_script_run_ctx(suppress_warning=True) is None:     # imported by the server: the application
+    from atlas_ui.asgi import page_middleware
+    app = st.App(__file__, middleware=page_middleware())
+else:                                                       # a session's script run: the page
+    from atlas_ui.main import run
+    run()

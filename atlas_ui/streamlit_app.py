@@ -1,5 +1,12 @@
 """The app as a module of the installed package: what `attention-atlas` hands to `streamlit run`
-(app.py at the repository root does the same from a checkout)."""
-from atlas_ui.main import run
+(app.py at the repository root does the same from a checkout, and has the same two roles: the
+server's st.App when imported, the page in a session's script run)."""
+import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-run()
+if get_script_run_ctx(suppress_warning=True) is None:     # imported by the server: the application
+    from atlas_ui.asgi import page_middleware
+    app = st.App(__file__, middleware=page_middleware())
+else:                                                       # a session's script run: the page
+    from atlas_ui.main import run
+    run()

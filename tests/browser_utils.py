@@ -1,6 +1,8 @@
 """Helpers for the Playwright tests: a `streamlit run` server on a free port, and page probes."""
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import os
 import re
@@ -57,7 +59,7 @@ def wait_for_plot(page, predicate_js: str, index: int = 0, timeout: float = 120_
 RUN_TRACKER_JS = """(() => {
   if (window.__atlasRuns) return;
   const runs = window.__atlasRuns = {sent: 0, startedFor: 0, finishedFor: 0, finished: 0,
-                                      commits: 0, commitsAtFinish: 0};
+                                      commits: 0, commitsAtFinish: 0, socketCreated: null};
   window.__REACT_DEVTOOLS_GLOBAL_HOOK__ = {
     supportsFiber: true, isDisabled: false, renderers: new Map(),
     inject() { return 1; }, checkDCE() {}, onScheduleFiberRoot() {}, onCommitFiberUnmount() {},
@@ -87,6 +89,7 @@ RUN_TRACKER_JS = """(() => {
   class TrackedWebSocket extends NativeWebSocket {
     constructor(...args) {
       super(...args);
+      if (runs.socketCreated === null) runs.socketCreated = performance.now();
       // registered before the app sets onmessage, so it sees each message first
       this.addEventListener('message', (event) => {
         const msg = fields(event.data);
@@ -111,6 +114,13 @@ RUN_ENDED_JS = """([sentBefore, runs]) => {
   return Boolean(r && root) && r.sent >= sentBefore + runs && r.finishedFor === r.sent
          && r.commits > r.commitsAtFinish && root.getAttribute('data-test-script-state') === 'notRunning';
 }"""
+
+
+def drive(coroutine):
+    """asyncio.run in a thread of its own: in a full run, the session's Playwright browser (sync
+    API) keeps an event loop running in the main thread, where asyncio.run refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()
 
 
 def run_tracker_js() -> str:

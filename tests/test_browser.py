@@ -37,6 +37,18 @@ def test_page_loads_with_heatmap_and_screenshot(page):
     assert page.problems == []
 
 
+def test_the_chart_library_is_fetched_once_and_before_the_websocket_opens(page):
+    """atlas_ui/asgi.py: the page's HTML imports plotly.js while the page boots; Streamlit's own
+    lazy import later is the same module (one download, one evaluation)."""
+    loads = page.evaluate("""() => ({socket: window.__atlasRuns.socketCreated,
+        chunks: performance.getEntriesByType('resource').filter(e => /\\/PlotlyChart\\.[\\w-]+\\.js$/.test(e.name))
+                .map(e => e.startTime)})""")
+    assert len(loads["chunks"]) == 1, loads
+    assert loads["socket"] is not None and loads["chunks"][0] < loads["socket"], loads
+    assert plot_state(page)["types"][0] == "heatmap"
+    assert page.problems == []
+
+
 def test_typed_sentence_is_translated(page):
     before = page.locator(TRANSLATION).inner_text()
     translate(page, "Two dogs are playing in the snow.")     # returns when its runs have ended

@@ -6,10 +6,12 @@ import re
 import subprocess
 import sys
 import tomllib
+import urllib.request
 from pathlib import Path
 
 import pytest
 
+from atlas_ui.asgi import chart_chunk, early_import_script
 from atlas_ui.cli import APP, build_command
 from serving.servers import free_port, stop_server, wait_healthy
 
@@ -51,6 +53,9 @@ def test_the_command_starts_the_app_with_the_model_first(tiny_dir, tmp_path):
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         wait_healthy(f"http://127.0.0.1:{port}", process, timeout=90)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as response:
+            page = response.read()                # served by streamlit_app.py's st.App (atlas_ui/asgi.py)
+        assert early_import_script(chart_chunk()) in page
     finally:
         stop_server(process)
     _, env = build_command([str(tiny_dir)], environ={})

@@ -4,15 +4,16 @@ under load, and two app processes behind nginx with sticky sessions (serving/pro
 The timings live in benchmarks/bench_serving.py; these tests check behaviour only."""
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import shutil
 import urllib.request
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
+import streamlit
 
-from browser_utils import REQUIRED
+from atlas_ui.asgi import chart_chunk, early_import_script
+from browser_utils import REQUIRED, drive
 from serving.client import bad_input_crowd, crowd, open_link
 from serving.proxy import ROUTE_COOKIE, ProxiedApp, nginx_config
 from serving.servers import AppServer
@@ -20,13 +21,6 @@ from serving.servers import AppServer
 LINK = {"model": "en-de", "sentence": "Two dogs play in the snow.", "view": "Heatmap"}
 NEEDS_NGINX = pytest.mark.skipif(shutil.which("nginx") is None and not REQUIRED,
                                  reason="nginx is not installed (apt-get install -y nginx-light)")
-
-
-def drive(coroutine):
-    """asyncio.run in a thread of its own: in a full run, the session's Playwright browser (sync
-    API) keeps an event loop running in the main thread, where asyncio.run refuses to start."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, coroutine).result()
 
 
 @pytest.fixture(scope="module")
@@ -44,6 +38,21 @@ def test_a_session_gets_the_links_chart_over_the_websocket(app):
     assert record.ok, record.errors
     assert record.first_chart <= record.finished
     assert record.charts == 1                      # the Heatmap view draws one chart
+
+
+def test_the_served_page_imports_the_chart_library_at_once(app):
+    """`streamlit run app.py` serves app.py's st.App: its pages carry atlas_ui/asgi.py's import,
+    after Streamlit's index script; the script files themselves are served as they are."""
+    script = early_import_script(chart_chunk())
+    for path in ("/", "/?" + urlencode(LINK)):
+        with urllib.request.urlopen(app.url + path, timeout=30) as response:
+            html = response.read()
+            assert int(response.headers["Content-Length"]) == len(html)
+        assert html.count(script) == 1
+        assert html.index(b'src="./static/js/index.') < html.index(script)
+    with urllib.request.urlopen(f"{app.url}/static/js/{chart_chunk()}", timeout=30) as response:
+        assert response.read() == (Path(streamlit.__file__).parent / "static" / "static" / "js"
+                                   / chart_chunk()).read_bytes()
 
 
 def test_bad_input_under_load_leaves_everyone_else_their_chart(app):
