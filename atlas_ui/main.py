@@ -281,11 +281,15 @@ def page() -> None:
             started = time.perf_counter()
             figure = guarded(render_view, view, result, display, context)
             figure_seconds = time.perf_counter() - started
-            with st.expander("Export", expanded=False):
-                meta = {"model": model, "source_lang": source_lang, "target_lang": target_lang,
-                        "beam_size": beam, "forced": result.forced, "text": text[:MAX_CHARS],
-                        "truncated": result.truncated, "device": result.device}
-                guarded(export_buttons, result, figure, meta, file_stem(text))
+            # drawn only while open (Streamlit's lazy expander; opening it is one rerun): three
+            # download buttons fewer on every run and in every new tab, where it starts closed
+            export = st.expander("Export", key="export_open", on_change="rerun")
+            if export.open:
+                with export:
+                    meta = {"model": model, "source_lang": source_lang, "target_lang": target_lang,
+                            "beam_size": beam, "forced": result.forced, "text": text[:MAX_CHARS],
+                            "truncated": result.truncated, "device": result.device}
+                    guarded(export_buttons, result, figure, meta, file_stem(text))
         show_status(status, translator, result, figure_seconds)
     finally:
         params = {"model": state.kept("model"), "hub": state.kept("hub_id") or None, "src": languages[0],

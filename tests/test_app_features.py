@@ -177,6 +177,9 @@ def test_share_link_holds_the_view_and_restores_it():
 
 def test_export_buttons_and_presenter_mode():
     at = started("Decoding steps")
+    assert not at.get("download_button"), "closed Export draws no buttons"
+    at.session_state["export_open"] = True                 # what a click on the expander does
+    at.run()
     labels = {button.label for button in at.get("download_button")}
     assert {"Trace (JSON)", "Trace (NPZ)", "This figure (HTML)"} <= labels
     configs = [json.loads(chart.proto.config) for chart in at.get("plotly_chart")]

@@ -87,7 +87,8 @@ def test_head_summary_cell_opens_the_head_and_ablation_marks_changes(browser, ap
 
 def test_trace_downloads_as_json(browser, app_url):
     page = opened(browser, link(app_url, view="Heatmap", sentence=SENTENCE))
-    page.get_by_text("Export", exact=True).click()
+    with script_run(page):                                # opening Export draws its buttons
+        page.get_by_text("Export", exact=True).click()
     with page.expect_download() as download:
         page.get_by_role("button", name="Trace (JSON)").click()
     doc = json.loads(open(download.value.path(), encoding="utf-8").read())
