@@ -4,8 +4,9 @@
                                            [--env ATLAS_TORCH_THREADS=1]
 
 Issue 14 ("a room full of people"), as one visitor sees it. One Chromium, two servers started
-side by side with the same settings: the app (`streamlit run app.py`) and serving/hello_app.py
-(st.title and one small plotly heatmap; no torch). Both are warmed with one full page load first.
+side by side with the same settings: the app (`streamlit run app.py`, which serves app.py's st.App:
+its page imports plotly.js while it boots, atlas_ui/asgi.py) and serving/hello_app.py (st.title and one
+small plotly heatmap; no torch; a plain Streamlit page). Both are warmed with one full page load first.
 
 First paint: each load is a fresh tab in a new browser context (no HTTP cache, a new session),
 the three pages taking turns in each round: hello, the app's default URL, the app's share link
