@@ -55,7 +55,9 @@ def wait_for_plot(page, predicate_js: str, index: int = 0, timeout: float = 120_
 #   (ForwardMsg.new_session / script_finished), read off the websocket;
 # * React commits (through the DevTools hook that react-dom calls on every commit).
 # A run requested by an action has ended when the server finished the run that started after the
-# last request, React has committed since that message arrived, and the root says notRunning.
+# last request, React has committed since that message arrived, the root says notRunning, and no
+# element is still a placeholder (stSkeleton) while its widget's script loads: a new tab imports
+# plotly.js first (atlas_ui/asgi.py), so its chart can be drawn before its widgets are.
 RUN_TRACKER_JS = """(() => {
   if (window.__atlasRuns) return;
   const runs = window.__atlasRuns = {sent: 0, startedFor: 0, finishedFor: 0, finished: 0,
@@ -112,7 +114,8 @@ RUN_TRACKER_JS = """(() => {
 RUN_ENDED_JS = """([sentBefore, runs]) => {
   const r = window.__atlasRuns, root = document.querySelector('[data-testid="stApp"]');
   return Boolean(r && root) && r.sent >= sentBefore + runs && r.finishedFor === r.sent
-         && r.commits > r.commitsAtFinish && root.getAttribute('data-test-script-state') === 'notRunning';
+         && r.commits > r.commitsAtFinish && root.getAttribute('data-test-script-state') === 'notRunning'
+         && !root.querySelector('[data-testid="stSkeleton"]');
 }"""
 
 
