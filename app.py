@@ -16,7 +16,8 @@ import streamlit as st  # noqa: E402
 from streamlit.runtime.scriptrunner import get_script_run_ctx  # noqa: E402
 
 if get_script_run_ctx(suppress_warning=True) is None:     # imported by the server: the application
-    from atlas_ui.asgi import page_middleware
+    from atlas_ui.asgi import import_page_modules, page_middleware
+    import_page_modules()
     app = st.App(__file__, middleware=page_middleware())
 else:                                                       # a session's script run: the page
     from atlas_ui.main import run

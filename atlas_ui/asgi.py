@@ -14,6 +14,7 @@ Streamlit imports later: fetched and evaluated once.
 from __future__ import annotations
 
 import glob
+import importlib
 import logging
 import os
 import re
@@ -91,6 +92,14 @@ class EarlyChartLibrary:
             return await send({**message, "body": body})
 
         return await self.app(scope, receive, send_page)
+
+
+def import_page_modules() -> None:
+    """Import the page's modules once, in the server's thread, before any session runs: the first
+    sessions' script runs, on threads of their own, then never import them at the same time (a
+    package and one of its submodules imported by two threads at once can deadlock in importlib;
+    a crowd on a cold server did). The first visitor no longer waits for the imports either."""
+    importlib.import_module("atlas_ui.main")
 
 
 def page_middleware() -> list:

@@ -14,6 +14,11 @@ import numpy as np
 import streamlit as st
 import torch
 
+# at module level, not in the functions: two sessions' threads importing a package and one of its
+# submodules at once can deadlock in importlib (a crowd on a cold server did)
+from transformer import Translator
+from transformer.hf.arch import language_codes
+from transformer.hf.load import load_tokenizer, read_config
 from viz import average_statistics, head_statistics
 
 from .settings import MAX_LOADED_MODELS, RESCAN_SECONDS, TOP_K
@@ -186,8 +191,6 @@ def model_languages(path: str) -> tuple[str, str]:
 def language_options(path: str) -> tuple[tuple, str, str]:
     """(language codes, default source, default target) of a multilingual Hugging Face model;
     ([], "", "") for a model with one language pair. Reads the tokenizer only."""
-    from transformer.hf.arch import language_codes
-    from transformer.hf.load import load_tokenizer, read_config
     if not model_info(path).hf or model_info(path).model_type not in ("m2m_100", "mbart"):
         return (), "", ""
     tokenizer = load_tokenizer(Path(path), read_config(Path(path)))
@@ -256,7 +259,6 @@ def model_ref(path: str, source_lang: str | None = None, target_lang: str | None
 def get_translator(ref, device: str):
     """One Translator per (model, languages, device) per process; the least recently used one
     goes when more than MAX_LOADED_MODELS are asked for, so memory stays bounded."""
-    from transformer import Translator
     path, source_lang, target_lang = ref if isinstance(ref, tuple) else (ref, None, None)
     if source_lang or target_lang:
         translator = Translator.load(path, device=device, source_lang=source_lang, target_lang=target_lang)

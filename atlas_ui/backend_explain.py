@@ -10,6 +10,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+# imported here, not inside the functions: a session's thread importing a package while another
+# imports one of its submodules can deadlock in importlib (seen under a crowd on a cold server)
+from transformer.analyze import load_head_importance
+from transformer.explain import method_scores
+from transformer.explain_views import EXPLAIN_FAMILIES
+from transformer.faithfulness import _special_ids, perturbation_summary, perturbation_test, rank_correlations
+
 from .backend import file_stamps, get_translator, translation_slots
 
 METHODS = ("attention", "norm", "alti+", "saliency")
@@ -21,7 +28,6 @@ METHOD_LABELS = {"attention": "raw cross-attention (mean of layers and heads)",
 
 def explain_unavailable(translator) -> str | None:
     """None when translate(explain=True) works for this model, else why not (one sentence)."""
-    from transformer.explain_views import EXPLAIN_FAMILIES
     family = getattr(translator, "family", "ours")
     if family in EXPLAIN_FAMILIES:
         return None
@@ -52,7 +58,6 @@ def _run_explained(translator, text: str, beam_size: int, target, head_mask: tup
 def content_positions(translator, source_ids) -> list:
     """Source positions that are not special pieces (</s>, language codes): the ones the
     perturbation test may drop, and the ones rank correlations compare."""
-    from transformer.faithfulness import _special_ids
     special = _special_ids(translator)
     return [j for j, i in enumerate(source_ids) if i not in special]
 
@@ -62,8 +67,6 @@ def attribution(path, device: str, text: str, beam_size: int, target, slots: int
     """For one run: {method: (T, S)} scores (rows sum to 1), the perturbation test (one row per
     method, step and k), its summary per method and k, and Spearman correlations per step and pair
     of methods (over the non-special source pieces)."""
-    from transformer.explain import method_scores
-    from transformer.faithfulness import perturbation_summary, perturbation_test, rank_correlations
     translator = get_translator(path, device)
     with translation_slot(slots):             # the perturbation passes are model work too
         out = _run_explained(translator, text, beam_size, target, head_mask)
@@ -89,7 +92,6 @@ def correlation_summary(correlations: pd.DataFrame) -> pd.DataFrame:
 def attribution_average(path, device: str, texts: tuple, beam_size: int, slots: int) -> dict:
     """The perturbation summary and mean correlations pooled over every step of every sentence
     in `texts` (each step weighs the same); sentences that cannot be translated are skipped."""
-    from transformer.faithfulness import perturbation_summary
     frames, correlations, used = [], [], 0
     for text in texts:
         try:
@@ -108,7 +110,6 @@ def attribution_average(path, device: str, texts: tuple, beam_size: int, slots: 
 
 @st.cache_data(max_entries=16, show_spinner=False)
 def _head_importance(path: str, stamp) -> tuple:
-    from transformer.analyze import load_head_importance
     try:
         return load_head_importance(path), None
     except ValueError as exc:
