@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +17,7 @@ from test_app import MODELS, check_clean, new_app, specs
 from atlas_ui.settings import VIEWS
 
 FAMILIES = ("marian", "t5", "nllb")
+ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "A man is riding a bike."
 
 
@@ -27,6 +31,41 @@ def hf_models(tmp_path_factory):
     bert.mkdir()
     (bert / "config.json").write_text(json.dumps({"model_type": "bert", "architectures": ["BertModel"]}))
     return models
+
+
+def test_sessions_opening_different_models_at_once_all_get_them(hf_models):
+    """Three sessions' first loads of three Hugging Face models, at once, in a fresh interpreter
+    (`transformers` not imported yet), plus a multilingual model's language list: every load
+    succeeds (first imports of `transformers` from two threads can deadlock in importlib;
+    backend.LOAD_LOCK serializes loads)."""
+    code = f"""
+import json, sys, threading
+sys.path.insert(0, {str(ROOT)!r})
+from atlas_ui.backend import get_translator, language_options
+paths = [{str(hf_models / "marian")!r}, {str(hf_models / "nllb")!r}, {str(hf_models / "t5")!r}]
+start, errors, families, codes = threading.Barrier(4), [], [], []
+def load(path):
+    start.wait()
+    try:
+        families.append(get_translator((path, None, None), "cpu").family)
+    except Exception as exc:
+        errors.append(repr(exc))
+def languages():
+    start.wait()
+    try:
+        codes.extend(language_options(paths[1])[0])
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=load, args=(path,)) for path in paths] + [threading.Thread(target=languages)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(json.dumps({{"families": sorted(families), "codes": len(codes), "errors": errors}}))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["errors"] == [], seen
+    assert seen["families"] == ["m2m_100", "marian", "t5"] and seen["codes"] > 1, seen
 
 
 def opened(monkeypatch, folder, **params):
