@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from pathlib import Path
 
 from . import arch
@@ -128,7 +129,18 @@ def check_weights(path: Path) -> Path:
     return main
 
 
+# transformers' from_pretrained is not thread-safe: three threads loading a Marian, an NLLB and a
+# T5 model at once failed two runs in three (the T5 found its tied embeddings missing), and a first
+# `import transformers` from two threads can deadlock in importlib. Loads take turns.
+FROM_PRETRAINED_LOCK = threading.RLock()
+
+
 def load_tokenizer(path: Path, config):
+    with FROM_PRETRAINED_LOCK:
+        return _load_tokenizer(path, config)
+
+
+def _load_tokenizer(path: Path, config):
     from transformers import AutoTokenizer
 
     if not any((path / name).is_file() for name in ("tokenizer_config.json", "tokenizer.json")):
@@ -148,6 +160,11 @@ def load_tokenizer(path: Path, config):
 
 
 def load_model(path: Path, config):
+    with FROM_PRETRAINED_LOCK:
+        return _load_model(path, config)
+
+
+def _load_model(path: Path, config):
     import torch
     from transformers import AutoModelForSeq2SeqLM
 
