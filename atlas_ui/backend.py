@@ -193,8 +193,7 @@ def language_options(path: str) -> tuple[tuple, str, str]:
     ([], "", "") for a model with one language pair. Reads the tokenizer only."""
     if not model_info(path).hf or model_info(path).model_type not in ("m2m_100", "mbart"):
         return (), "", ""
-    with LOAD_LOCK:
-        tokenizer = load_tokenizer(Path(path), read_config(Path(path)))
+    tokenizer = load_tokenizer(Path(path), read_config(Path(path)))
     codes = tuple(language_codes(tokenizer))
     return codes, str(getattr(tokenizer, "src_lang", "") or ""), str(getattr(tokenizer, "tgt_lang", "") or "")
 
@@ -256,24 +255,17 @@ def model_ref(path: str, source_lang: str | None = None, target_lang: str | None
     return (str(path), source_lang or None, target_lang or None)
 
 
-# One model or tokenizer load at a time per process. The first Hugging Face load imports
-# `transformers`, whose lazily imported submodules two sessions' threads can deadlock on in
-# importlib (as transformer.hf did), and settle_heap's collect-and-freeze must not run in the
-# middle of another load. Loads happen once per model, so nobody waits on this for long.
-LOAD_LOCK = threading.Lock()
-
-
 @st.cache_resource(show_spinner=False, max_entries=MAX_LOADED_MODELS)
 def get_translator(ref, device: str):
     """One Translator per (model, languages, device) per process; the least recently used one
     goes when more than MAX_LOADED_MODELS are asked for, so memory stays bounded."""
     path, source_lang, target_lang = ref if isinstance(ref, tuple) else (ref, None, None)
-    with LOAD_LOCK:
-        if source_lang or target_lang:
-            translator = Translator.load(path, device=device, source_lang=source_lang, target_lang=target_lang)
-        else:
-            translator = Translator.load(path, device=device)
-        settle_heap()
+    # Hugging Face loads take turns inside Translator.load (transformer/hf/load.py)
+    if source_lang or target_lang:
+        translator = Translator.load(path, device=device, source_lang=source_lang, target_lang=target_lang)
+    else:
+        translator = Translator.load(path, device=device)
+    settle_heap()
     return hold(model_key(ref, device), translator)
 
 

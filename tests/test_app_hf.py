@@ -36,19 +36,15 @@ def hf_models(tmp_path_factory):
 @pytest.mark.parametrize("loader", ["app", "library"])
 def test_sessions_opening_different_models_at_once_all_get_them(hf_models, loader):
     """Three first loads of three Hugging Face models at once, in a fresh interpreter (`transformers`
-    not imported yet), plus a multilingual model's language list: every load succeeds. Without
-    the locks (backend.LOAD_LOCK for the app, transformer/hf/load.py's FROM_PRETRAINED_LOCK for
-    Translator.load itself) two runs in three failed: from_pretrained is not thread-safe."""
+    not imported yet), plus a multilingual model's language list: every load succeeds, through the
+    app's cached loader and through Translator.load alone. Without transformer/hf/load.py's
+    FROM_PRETRAINED_LOCK two runs in three failed: from_pretrained is not thread-safe."""
     load = ("get_translator((path, None, None), 'cpu')" if loader == "app" else "Translator.load(path, device='cpu')")
     code = f"""
 import json, sys, threading
 sys.path.insert(0, {str(ROOT)!r})
-import atlas_ui.backend as backend
 from atlas_ui.backend import get_translator, language_options
 from transformer import Translator
-if {loader!r} == "library":
-    import contextlib
-    backend.LOAD_LOCK = contextlib.nullcontext()          # only the library's own lock
 paths = [{str(hf_models / "marian")!r}, {str(hf_models / "nllb")!r}, {str(hf_models / "t5")!r}]
 start, errors, families, codes = threading.Barrier(4), [], [], []
 def load(path):

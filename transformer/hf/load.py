@@ -131,7 +131,8 @@ def check_weights(path: Path) -> Path:
 
 # transformers' from_pretrained is not thread-safe: three threads loading a Marian, an NLLB and a
 # T5 model at once failed two runs in three (the T5 found its tied embeddings missing), and a first
-# `import transformers` from two threads can deadlock in importlib. Loads take turns.
+# `import transformers` from two threads can deadlock in importlib. Loads take turns: load_hf as a
+# whole, and the tokenizer and model loads for callers that use them alone.
 FROM_PRETRAINED_LOCK = threading.RLock()
 
 
@@ -184,7 +185,12 @@ def _load_model(path: Path, config):
 
 def load_hf(source, device=None, source_lang: str | None = None, target_lang: str | None = None):
     """Translator.load for Hugging Face models: returns an HFTranslator."""
-    from .adapter import HFTranslator
+    with FROM_PRETRAINED_LOCK:
+        return _load_hf(source, device, source_lang, target_lang)
+
+
+def _load_hf(source, device, source_lang, target_lang):
+    from .adapter import HFTranslator               # imports transformers: inside the lock too
 
     path, hub_id = resolve(source)
     config = read_config(path)
