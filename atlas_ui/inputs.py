@@ -8,25 +8,37 @@ import streamlit as st
 from . import state
 from .backend import available_devices, language_options, model_labels
 from .common import Display, escape_md
+from .hub_policy import HubPolicy, hub_name, read_policy
 from .settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS
 
 SPLIT_NAMES = {"val": "val", "test_2016_flickr": "test16"}
 SCORE_ROWS = (("val", "greedy"), ("val", "beam4"), ("test_2016_flickr", "greedy"), ("test_2016_flickr", "beam4"))
 
 
-def sidebar(models: dict, default_model: str = DEFAULT_MODEL) -> tuple[str, str, Display]:
-    """Model and device pickers and the display toggles; returns (model name, device, Display)."""
+def sidebar(models: dict, default_model: str = DEFAULT_MODEL,
+            policy: HubPolicy | None = None) -> tuple[str, str, str, Display]:
+    """Model and device pickers and the display toggles; returns (model name picked in the list,
+    hub-id text or "", device, Display). The hub-id field is offered only when the operator's policy
+    (ATLAS_HUB, atlas_ui/hub_policy.py) lets it open something; off, a share link's `hub=` is still
+    returned, for the page to refuse."""
+    policy = policy or read_policy()
     with st.sidebar:
         st.header("Attention Atlas")
         st.caption("Every head, every layer, every decoding step of an encoder–decoder Transformer.")
         labels = model_labels(models)
         model = state.selectbox("Model", list(models), "model", default_model, format_func=labels.get)
-        hub_id = state.text_input("Or a Hugging Face model (hub id)", "hub_id",
-                                  placeholder="Helsinki-NLP/opus-mt-en-de",
-                                  help="Any Marian, NLLB/M2M100, mBART-50, BART or T5 translation model; "
-                                       "downloaded once, so the server must be online.").strip()
-        if hub_id:
-            model = hub_id
+        if policy.enabled:
+            hub_id = state.text_input("Or a Hugging Face model (hub id)", "hub_id",
+                                      placeholder="Helsinki-NLP/opus-mt-en-de",
+                                      help="A Marian, NLLB/M2M100, mBART-50, BART or T5 translation model, "
+                                           "by its hub id (owner/name; never a path). "
+                                           + escape_md(policy.describe(), 600))
+            if policy.mode == "allow":
+                st.caption(escape_md(policy.describe(), 600))
+        else:
+            hub_id = state.kept("hub_id", "")
+            hub_id = hub_id if isinstance(hub_id, str) else ""
+            st.caption(escape_md(policy.describe()))
         devices = available_devices()
         # a picker with one option is one more element per run for nothing: CPU-only shows it in Status
         device = state.selectbox("Device", devices, "device") if len(devices) > 1 else devices[0]
@@ -45,7 +57,7 @@ def sidebar(models: dict, default_model: str = DEFAULT_MODEL) -> tuple[str, str,
                                         "the decoding steps."))
         state.selectbox("Chart camera button saves", ["png", "svg"], "image_format", format_func=str.upper,
                         help="PNG at 2× for slides, or SVG (vector) for papers.")
-    return model, device, display
+    return model, hub_id.strip(), device, display
 
 
 def language_picker(path: str) -> tuple[str | None, str | None]:
@@ -122,7 +134,8 @@ def show_status(box, translator, result, figure_seconds: float | None) -> None:
         elif card.get("family"):
             notes.append("Hugging Face model · " + escape_md(str(card.get("architecture") or card["family"]), 80)
                          + " · positions: " + escape_md(str(card.get("positional_kind", "?")), 40))
-        notes.append("Model card: " + escape_md(str(card.get("name", "unnamed model")), 80)
+        name = card.get("hub_id") or hub_name(card.get("path", "")) or card.get("name", "unnamed model")
+        notes.append("Model card: " + escape_md(str(name), 80)
                      + " · val and test_2016_flickr (test16), greedy and beam 4")
         table = scores_markdown(score_rows(card))
         if table is None:

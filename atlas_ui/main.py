@@ -16,6 +16,7 @@ from .backend import (configure_torch, example_statistics, file_stamps, find_mod
                       model_languages, model_ref, translate)
 from .backend_explain import attribution, attribution_average, explain_unavailable
 from .common import Display, escape_md
+from .hub_policy import HubPolicy, HubRefused, open_hub, read_policy, resolved
 from .inputs import input_area, language_picker, show_status, sidebar
 from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
                        NORM_VIEWS, REAL_MODEL_HINT, VIEWS, extra_models, max_concurrent, models_dir, torch_threads)
@@ -228,6 +229,30 @@ def model_note(translator, result) -> None:
                 f"{REAL_MODEL_HINT} (Model → Hugging Face hub id, online).")
 
 
+def chosen_model(models: dict, model: str, hub_text: str, policy: HubPolicy) -> tuple[str, str]:
+    """(name, path) of what to load: the model picked in the list, or the hub model that the hub-id
+    field (or a share link's `hub=`) names, when the operator's policy opens it (ATLAS_HUB,
+    atlas_ui/hub_policy.py). The text itself never reaches the loader, only the directory the hub
+    cache gives for it. A refusal is one message that names no file, and the picked model opens."""
+    if not hub_text:
+        return model, models[model]
+    repo_id = None
+    try:
+        repo_id = policy.check(hub_text)                   # the text only: no file, no network
+        if resolved(policy, repo_id) is not None:
+            return repo_id, str(open_hub(policy, repo_id))
+        with st.spinner(f"Fetching {escape_md(repo_id, 100)} from the Hugging Face hub…"):
+            return repo_id, str(open_hub(policy, repo_id))
+    except HubRefused as exc:
+        st.error(escape_md(str(exc), 600))
+        if not policy.enabled:
+            state.put("hub_id", "")       # no field to clear it from: refused once, then gone from the link
+    except OSError as exc:
+        LOG.warning("could not fetch %s: %s", repo_id, exc)
+        st.error(f"Could not load the model {escape_md(repo_id or '', 100)}: {escape_md(str(exc), 300)}")
+    return model, models[model]
+
+
 def page() -> None:
     configure_torch(torch_threads())
     state.boot_from_url()
@@ -238,8 +263,9 @@ def page() -> None:
         st.error(f"No model found: {escape_md(str(folder))} has no directory with a config.json. "
                  "Set ATLAS_MODELS_DIR or add a model to pretrained/.")
         return
-    model, device, display = sidebar(models, next(iter(named), DEFAULT_MODEL))
-    path = models.get(model, model)                    # a hub id typed in the sidebar is its own path
+    policy = read_policy()
+    model, hub_text, device, display = sidebar(models, next(iter(named), DEFAULT_MODEL), policy)
+    model, path = chosen_model(models, model, hub_text, policy)
     languages = language_picker(path)
     status, share = st.sidebar.container(), st.sidebar.container()
     ref = model_ref(path, *languages)
