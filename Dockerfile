@@ -35,9 +35,13 @@ USER atlas
 # One torch thread per translation: a container sees the host's cores (os.cpu_count ignores the
 # CPU quota: a Space's "CPU basic" is 2 vCPUs), and on a 2-core machine two threads per translation
 # made a click on Translate 1.7x slower under load (benchmarks/bench_first_paint.py, issue 14).
+# A public server: the sidebar's hub-id field (and a share link's hub=) opens only these two small
+# Marian models (about 300 MB each), never a path (atlas_ui/hub_policy.py). `-e ATLAS_HUB=off` turns
+# the field off; `-e ATLAS_HUB=any -e ATLAS_HUB_MAX_GB=2` opens any hub model up to 2 GB of files.
 ENV HOME=/home/atlas \
     HF_HOME=/home/atlas/.cache/huggingface \
     ATLAS_TORCH_THREADS=1 \
+    ATLAS_HUB=allow:Helsinki-NLP/opus-mt-en-de,Helsinki-NLP/opus-mt-de-en \
     PORT=8501
 EXPOSE 8501
 

@@ -133,6 +133,7 @@ def _max_bytes(text: str) -> int:
 # ---- the hub (called only with an id that `HubPolicy.check` returned) ----
 
 _resolved: dict = {}                       # (policy, hub id) -> snapshot directory
+_import_lock = threading.Lock()
 _download_lock = threading.Lock()          # downloads take turns: a room opening one link downloads once
 
 
@@ -162,9 +163,10 @@ def open_hub(policy: HubPolicy, text: str) -> Path:
 def _fetch(policy: HubPolicy, repo_id: str) -> Path:
     """Online: the hub's metadata first (is it a model? its files' sizes under the cap?), then the
     download of exactly that revision. Offline, or with the hub unreachable: the local cache only."""
-    import huggingface_hub
-    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
-    from transformer.hf.load import HUB_FILES, HUB_TIMEOUT, _offline
+    with _import_lock:                     # not two sessions' threads importing a package at once
+        import huggingface_hub
+        from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+        from transformer.hf.load import HUB_FILES, HUB_TIMEOUT, _offline
     unreachable = None
     if not _offline():
         try:
@@ -202,8 +204,9 @@ def _fetch(policy: HubPolicy, repo_id: str) -> Path:
 def download_size(info) -> int | None:
     """Bytes of the files snapshot_download would fetch (transformer/hf/load.py HUB_FILES), from the
     hub's metadata (model_info with files_metadata=True); None when a size is missing."""
-    from huggingface_hub.utils import filter_repo_objects
-    from transformer.hf.load import HUB_FILES
+    with _import_lock:
+        from huggingface_hub.utils import filter_repo_objects
+        from transformer.hf.load import HUB_FILES
     total = 0
     for sibling in filter_repo_objects(info.siblings or [], allow_patterns=HUB_FILES, key=lambda s: s.rfilename):
         size = sibling.size if sibling.size is not None else getattr(sibling.lfs, "size", None)

@@ -174,3 +174,31 @@ def test_image_has_every_package_the_app_imports():
     assert {"atlas_ui", "viz", "transformer"} <= seen
     missing = {name for name in seen if name not in copied and f"{name}.py" not in copied and "." not in copied}
     assert not missing, f"the app imports {sorted(missing)}, which the Dockerfile does not COPY"
+
+
+def env_value(name: str) -> str | None:
+    """The value an ENV instruction gives `name` (key=value form), the last one winning."""
+    value = None
+    for args in arguments("ENV"):
+        for word in shlex.split(args):
+            key, sep, rest = word.partition("=")
+            if sep and key == name:
+                value = rest
+    return value
+
+
+def test_the_image_opens_no_path_and_only_a_short_list_of_small_hub_models():
+    """A public server: the hub-id field's default in the image is an allow-list (or off), never
+    `any` and never unset (unset means any, a developer's default); the Space notes say the same."""
+    from atlas_ui.hub_policy import read_policy
+    setting = env_value("ATLAS_HUB")
+    assert setting, "the Dockerfile sets no ATLAS_HUB: the image would open any hub model"
+    policy = read_policy({"ATLAS_HUB": setting})
+    assert policy.mode in ("off", "allow"), setting
+    if policy.mode == "allow":
+        assert len(policy.allowed) <= 5 and setting == "allow:" + ",".join(policy.allowed), setting
+        assert all(model.startswith("Helsinki-NLP/opus-mt-") for model in policy.allowed), policy.allowed
+    notes = SPACE_DOC.read_text(encoding="utf-8")
+    assert f"ATLAS_HUB={setting}" in notes and "ATLAS_HUB=off" in notes and "ATLAS_HUB_MAX_GB" in notes
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert f"ATLAS_HUB={setting}" in readme, "the README states the image's default"
