@@ -21,7 +21,8 @@ def parse_flag(value: str) -> bool:
     raise ValueError(f"not a flag: {value!r}")
 
 
-# URL parameter -> (session key, parser)
+# URL parameter -> (session key, parser). `hub` is kept as text: what it may open is decided by the
+# operator's policy before anything is loaded (atlas_ui/hub_policy.py; never a path).
 URL_FIELDS = {"model": ("model", str), "hub": ("hub_id", str), "src": ("source_lang", str),
               "tgt": ("target_lang", str), "sentence": ("text", str), "ref": ("reference", str),
               "beam": ("beam_size", int), "view": ("view", str), "kind": ("kind", str),
