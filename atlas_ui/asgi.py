@@ -98,8 +98,10 @@ def import_page_modules() -> None:
     """Import the page's modules once, in the server's thread, before any session runs: the first
     sessions' script runs, on threads of their own, then never import them at the same time (a
     package and one of its submodules imported by two threads at once can deadlock in importlib;
-    a crowd on a cold server did). The first visitor no longer waits for the imports either."""
+    a crowd on a cold server did). The first visitor no longer waits for the imports either.
+    `transformers` too, whose lazy names are not thread-safe (transformer/hf/runtime.py)."""
     importlib.import_module("atlas_ui.main")
+    importlib.import_module("transformer.hf.runtime").runtime()
 
 
 def page_middleware() -> list:

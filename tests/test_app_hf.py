@@ -4,6 +4,7 @@ says what it shows, a multilingual model gets language pickers, and bad models o
 clear message while the app keeps working. Also: our own models say what they were trained on."""
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -69,6 +70,53 @@ print(json.dumps({{"families": sorted(families), "codes": len(codes), "errors": 
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert seen["errors"] == [], seen
     assert seen["families"] == ["m2m_100", "marian", "t5"] and seen["codes"] > 1, seen
+
+
+@contextlib.contextmanager
+def one_core_busy():
+    """A busy loop on one core while the block runs, as on a loaded CI machine."""
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
+
+
+def test_first_uses_of_transformers_from_many_threads_on_a_busy_machine(hf_models):
+    """Ten threads of a fresh interpreter reach transformers at once by every way a session can
+    (config reads, the language list, a load, the adapter's class, the offline check), with one
+    core kept busy. transformers' lazy names are not thread-safe: before transformer/hf/runtime.py
+    the config reads failed with "cannot import name 'AutoConfig'" in 5 interpreters of 6."""
+    code = f"""
+import json, sys, threading
+from pathlib import Path
+sys.path.insert(0, {str(ROOT)!r})
+from atlas_ui.backend import language_options
+import transformer.hf as hf
+from transformer import Translator
+from transformer.hf.load import _offline, read_config
+paths = [Path(p) for p in {[str(hf_models / name) for name in FAMILIES]!r}]
+calls = [lambda p=p: read_config(p).model_type for p in paths] * 2 + [
+    lambda: language_options(str(paths[2]))[0][0], lambda: hf.HFTranslator.__name__,
+    lambda: Translator.load(paths[0], device="cpu").family, lambda: _offline()]
+start, errors, done = threading.Barrier(len(calls)), [], []
+def run(call):
+    start.wait()
+    try:
+        done.append(call())
+    except Exception as exc:
+        errors.append(repr(exc))
+threads = [threading.Thread(target=run, args=(call,)) for call in calls]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print(json.dumps({{"done": len(done), "errors": errors}}))
+"""
+    with one_core_busy():
+        for _ in range(3):
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+            assert out.returncode == 0, out.stderr[-3000:]
+            assert json.loads(out.stdout.strip().splitlines()[-1]) == {"done": 10, "errors": []}
 
 
 def opened(monkeypatch, folder, **params):

@@ -2,6 +2,9 @@
 every supported family (tests/hf_tiny.py): loading, the Translation contract, decoding equal
 to generate(), faithful capture, ablation, threads, and every loading error."""
 import copy
+import json
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -331,3 +334,38 @@ def test_a_second_translator_over_the_same_model_does_not_record_twice(hf):
     a, b = tr.translate(SENTENCES[0]), other.translate(SENTENCES[0])
     for kind in KINDS:
         np.testing.assert_array_equal(a.attention.get(kind), b.attention.get(kind))
+
+
+# ---- imports -------------------------------------------------------------------------------
+def test_after_runtime_no_session_path_imports_a_transformers_module(hf_dirs):
+    """transformer/hf/runtime.py imports transformers once, under a lock; after it, loading,
+    translating (greedy, beam, forced, ablated, batched, explained) and the app's language list
+    import nothing more from transformers or the hub: no thread can reach a lazy import."""
+    dirs = {name: str(path) for name, path in hf_dirs.items()}
+    code = f"""
+import json, sys
+sys.path.insert(0, {str(REPO)!r})
+from transformer.hf.runtime import runtime
+runtime()
+PACKAGES = ("transformers", "huggingface_hub", "tokenizers", "sacremoses", "sentencepiece", "safetensors")
+def loaded():
+    return {{name for name in sys.modules if name.split(".")[0] in PACKAGES}}
+before = loaded()
+from atlas_ui.backend import language_options
+from transformer import Translator
+dirs, languages = {dirs!r}, {LANGUAGES!r}
+for name, path in dirs.items():
+    source, target = languages.get(name, (None, None))
+    tr = Translator.load(path, device="cpu", source_lang=source, target_lang=target)
+    out = tr.translate("A man is riding a bike.", capture=True, top_k=3)
+    tr.translate("A man is riding a bike.", beam_size=2, capture=True)
+    tr.translate("A man is riding a bike.", target=out.text or "x", head_mask={{("cross", 0, 0)}})
+    tr.translate_batch(["Two dogs play.", "A girl in a red dress."], beam_size=2)
+    if name != "t5":
+        tr.translate("A man is riding a bike.", explain=True)
+    language_options(str(path))
+print(json.dumps(sorted(loaded() - before)))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []

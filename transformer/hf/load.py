@@ -12,7 +12,10 @@ import re
 import threading
 from pathlib import Path
 
+import torch
+
 from . import arch
+from .runtime import runtime
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 HUB_TIMEOUT = 5.0                                  # seconds per hub request
@@ -38,9 +41,8 @@ def is_hf_source(path) -> bool:
 
 
 def _offline() -> bool:
-    from huggingface_hub import constants
     flags = (os.environ.get(name, "").strip().lower() for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
-    return constants.HF_HUB_OFFLINE or any(flag in ("1", "true", "yes", "on") for flag in flags)
+    return runtime().hub_constants.HF_HUB_OFFLINE or any(flag in ("1", "true", "yes", "on") for flag in flags)
 
 
 def resolve(source) -> tuple[Path, str | None]:
@@ -53,19 +55,18 @@ def resolve(source) -> tuple[Path, str | None]:
     repo_id = str(source)
     if not HUB_ID.match(repo_id):
         raise FileNotFoundError(f"{p}: model directory not found")
-    from huggingface_hub import HfApi, snapshot_download
-    from huggingface_hub.errors import RepositoryNotFoundError
+    hf = runtime()
     try:
-        return Path(snapshot_download(repo_id, local_files_only=True, allow_patterns=HUB_FILES)), repo_id
+        return Path(hf.snapshot_download(repo_id, local_files_only=True, allow_patterns=HUB_FILES)), repo_id
     except Exception:   # not cached: go online below
         pass
     if _offline():
         raise FileNotFoundError(f"{repo_id}: no such local directory, and as a Hugging Face hub id it is not "
                                 "in the local cache while offline (HF_HUB_OFFLINE is set)")
     try:
-        HfApi().model_info(repo_id, timeout=HUB_TIMEOUT)
-        return Path(snapshot_download(repo_id, allow_patterns=HUB_FILES, etag_timeout=HUB_TIMEOUT)), repo_id
-    except RepositoryNotFoundError:
+        hf.HfApi().model_info(repo_id, timeout=HUB_TIMEOUT)
+        return Path(hf.snapshot_download(repo_id, allow_patterns=HUB_FILES, etag_timeout=HUB_TIMEOUT)), repo_id
+    except hf.RepositoryNotFoundError:
         raise FileNotFoundError(f"{repo_id}: no such local directory or Hugging Face hub model") from None
     except Exception as exc:
         raise FileNotFoundError(f"{repo_id}: no such local directory, and the Hugging Face hub could not be "
@@ -74,9 +75,12 @@ def resolve(source) -> tuple[Path, str | None]:
 
 def read_config(path: Path):
     """The transformers config, after checking it is a supported encoder-decoder."""
-    from transformers import AutoConfig
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    with FROM_PRETRAINED_LOCK:
+        return _read_config(path)
 
+
+def _read_config(path: Path):
+    hf = runtime()
     file = path / "config.json"
     if not file.is_file():
         raise FileNotFoundError(f"{file}: config not found")
@@ -84,10 +88,10 @@ def read_config(path: Path):
     supported = ", ".join(arch.SUPPORTED)
     if model_type is None:
         raise ValueError(f"{file}: not a valid Hugging Face config (no model_type)")
-    if model_type not in CONFIG_MAPPING:
+    if model_type not in hf.CONFIG_MAPPING:
         raise ValueError(f"{file}: model_type {model_type!r} is unknown to transformers; supported: {supported}")
     try:
-        config = AutoConfig.from_pretrained(path, trust_remote_code=False, local_files_only=True)
+        config = hf.AutoConfig.from_pretrained(path, trust_remote_code=False, local_files_only=True)
     except Exception as exc:
         raise ValueError(f"{file}: could not be read ({type(exc).__name__}: {exc})") from exc
     if not getattr(config, "is_encoder_decoder", False):
@@ -101,8 +105,6 @@ def read_config(path: Path):
 
 def check_weights(path: Path) -> Path:
     """The safetensors file (or shard index) to load, with every header checked."""
-    from safetensors import safe_open
-
     single, index = path / "model.safetensors", path / "model.safetensors.index.json"
     if index.is_file():
         try:
@@ -122,7 +124,7 @@ def check_weights(path: Path) -> Path:
         if not file.is_file():
             raise FileNotFoundError(f"{file}: weights shard not found")
         try:
-            with safe_open(str(file), framework="pt") as handle:
+            with runtime().safe_open(str(file), framework="pt") as handle:
                 handle.keys()
         except Exception as exc:   # safetensors raises its own error type for corrupt headers/data
             raise ValueError(f"{file}: corrupt or unreadable safetensors file ({exc})") from exc
@@ -130,9 +132,9 @@ def check_weights(path: Path) -> Path:
 
 
 # transformers' from_pretrained is not thread-safe: three threads loading a Marian, an NLLB and a
-# T5 model at once failed two runs in three (the T5 found its tied embeddings missing), and a first
-# `import transformers` from two threads can deadlock in importlib. Loads take turns: load_hf as a
-# whole, and the tokenizer and model loads for callers that use them alone.
+# T5 model at once failed two runs in three (the T5 found its tied embeddings missing). Loads take
+# turns: load_hf as a whole, and the config, tokenizer and model reads for callers that use them
+# alone (the app's language list). Importing transformers is runtime()'s job (runtime.py).
 FROM_PRETRAINED_LOCK = threading.RLock()
 
 
@@ -142,13 +144,11 @@ def load_tokenizer(path: Path, config):
 
 
 def _load_tokenizer(path: Path, config):
-    from transformers import AutoTokenizer
-
     if not any((path / name).is_file() for name in ("tokenizer_config.json", "tokenizer.json")):
         raise FileNotFoundError(f"{path / 'tokenizer_config.json'}: no tokenizer in {path} "
                                 "(save it there too: tokenizer.save_pretrained)")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
+        tokenizer = runtime().AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
     except Exception as exc:
         raise ValueError(f"{path}: the tokenizer could not be loaded ({type(exc).__name__}: {exc})") from exc
     if isinstance(tokenizer, bool) or not hasattr(tokenizer, "convert_ids_to_tokens"):
@@ -166,12 +166,9 @@ def load_model(path: Path, config):
 
 
 def _load_model(path: Path, config):
-    import torch
-    from transformers import AutoModelForSeq2SeqLM
-
     weights = check_weights(path)
     try:
-        model, info = AutoModelForSeq2SeqLM.from_pretrained(
+        model, info = runtime().AutoModelForSeq2SeqLM.from_pretrained(
             path, config=config, use_safetensors=True, trust_remote_code=False, local_files_only=True,
             attn_implementation="eager", dtype=torch.float32, output_loading_info=True)
     except Exception as exc:
@@ -190,7 +187,8 @@ def load_hf(source, device=None, source_lang: str | None = None, target_lang: st
 
 
 def _load_hf(source, device, source_lang, target_lang):
-    from .adapter import HFTranslator               # imports transformers: inside the lock too
+    runtime()                                       # before the adapter's own transformers imports
+    from .adapter import HFTranslator
 
     path, hub_id = resolve(source)
     config = read_config(path)
