@@ -2,8 +2,9 @@
 from .capture import AttentionTrace, Masks, capture
 from .config import ModelConfig
 from .explain import Explanation
+from .language import LanguageCheck
 from .model import Transformer
 from .translator import Step, Translation, Translator
 
 __all__ = ["Translator", "Translation", "Step", "AttentionTrace", "Masks", "ModelConfig", "Transformer",
-           "capture", "Explanation"]
+           "capture", "Explanation", "LanguageCheck"]

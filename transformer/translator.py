@@ -80,6 +80,13 @@ class Translator:
                                  f"not {source_lang}->{target_lang}")
         return cls(model, tokenizer, card, device)
 
+    def language_check(self, text: str):
+        """Is `text` in the language this model reads (self.source_lang)? A LanguageCheck
+        (matches, detected, score, checked) from transformer/language.py; no model call.
+        Empty text raises ValueError like translate; an unknown source language never alarms."""
+        from .language import check
+        return check(text, self.source_lang)
+
     # ---- input handling --------------------------------------------------------------
     def encode_source(self, text: str) -> tuple[list[int], bool]:
         """Source ids ending in </s>, cut to max_source_len; raises ValueError if there is nothing."""
