@@ -5,10 +5,12 @@ import csv
 import functools
 import gc
 import json
+import logging
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import streamlit as st
@@ -17,12 +19,14 @@ import torch
 # at module level, not in the functions: two sessions' threads importing a package and one of its
 # submodules at once can deadlock in importlib (a crowd on a cold server did)
 from transformer import Translator
-from transformer.hf.arch import language_codes
+from transformer.hf.arch import language_codes, t5_tasks
 from transformer.hf.load import load_tokenizer, read_config
 from viz import average_statistics, head_statistics
 
 from .settings import MAX_LOADED_MODELS, RESCAN_SECONDS, TOP_K
 from .warm import hold, model_key, translation_key
+
+LOG = logging.getLogger("atlas_ui")
 
 
 @dataclass(frozen=True)
@@ -142,6 +146,7 @@ class ModelInfo:
     model_type: str           # "atlas" for ours
     source_lang: str
     target_lang: str
+    tasks: tuple = ()         # T5: the (source, target) translation tasks its config names, in order
 
 
 def _read_config(path: str) -> dict:
@@ -157,10 +162,10 @@ def model_info(path: str, stamp=None) -> ModelInfo:
     """Read once per config.json version (`stamp`), not on every run."""
     config = _read_config(path)
     if "model_type" in config:
-        task = next(iter(config.get("task_specific_params") or {}), "")
-        pair = task[len("translation_"):].split("_to_") if task.startswith("translation_") else []
-        source, target = (pair + ["", ""])[:2] if len(pair) == 2 else ("", "")
-        return ModelInfo(True, str(config["model_type"]), source, target)
+        params = config.get("task_specific_params") if config["model_type"] == "t5" else None
+        tasks = tuple((t.source, t.target) for t in t5_tasks(SimpleNamespace(task_specific_params=params)))
+        source, target = tasks[0] if tasks else ("", "")      # what Translator.load picks without languages
+        return ModelInfo(True, str(config["model_type"]), source, target, tasks)
     return ModelInfo(False, "atlas", str(config.get("source_lang", "src")), str(config.get("target_lang", "tgt")))
 
 
@@ -185,6 +190,11 @@ def model_labels(models: dict) -> dict:
 def model_languages(path: str) -> tuple[str, str]:
     info = model_info(path, file_stamps((str(Path(path) / "config.json"),)))
     return info.source_lang or "src", info.target_lang or "tgt"
+
+
+def translation_tasks(path: str) -> tuple:
+    """A T5's translation tasks, (source, target) pairs in its config's order; () for other models."""
+    return model_info(path, file_stamps((str(Path(path) / "config.json"),))).tasks
 
 
 @functools.lru_cache(maxsize=16)
@@ -301,6 +311,24 @@ def translate(path: str, device: str, text: str, beam_size: int, target, slots: 
         semaphore.release()
     key = translation_key(path, device, text, beam_size, target, head_mask, explain)
     return hold(key, to_result(out, str(translator.device), head_mask, key))
+
+
+@dataclass(frozen=True)
+class ExplainFailed:
+    """explain=True could not be computed for this translation (why, for the log)."""
+    reason: str
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def translate_explained(path: str, device: str, text: str, beam_size: int, target, slots: int) -> Result | ExplainFailed:
+    """translate(explain=True), with a failure remembered for that translation like a result: the
+    page then shows the raw weights at once on later runs instead of trying again each time."""
+    try:
+        return translate(path, device, text, beam_size, target, slots, explain=True)
+    except (ValueError, RuntimeError) as exc:
+        LOG.warning("explain=True failed, showing raw attention: %s", exc)
+        failure = ExplainFailed(f"{type(exc).__name__}: {exc}")
+        return hold(translation_key(path, device, text, beam_size, target, (), True), failure)
 
 
 def kind_statistics(result: Result) -> dict:

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from . import state
-from .backend import available_devices, language_options, model_labels
+from .backend import available_devices, language_options, model_labels, translation_tasks
 from .common import Display, escape_md
 from .hub_policy import HubPolicy, hub_name, read_policy
 from .settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS
@@ -61,8 +61,11 @@ def sidebar(models: dict, default_model: str = DEFAULT_MODEL,
 
 
 def language_picker(path: str) -> tuple[str | None, str | None]:
-    """Source and target language pickers for a multilingual model (NLLB, M2M100, mBART-50);
-    (None, None) for a model with one language pair."""
+    """Source and target language pickers for a multilingual model (NLLB, M2M100, mBART-50) and
+    for a T5's translation tasks; (None, None) for a model with one language pair."""
+    tasks = translation_tasks(path)
+    if tasks:
+        return task_picker(tasks)
     try:
         codes, source, target = language_options(path)
     except (OSError, ValueError, ImportError):
@@ -77,6 +80,18 @@ def language_picker(path: str) -> tuple[str | None, str | None]:
         german = [code for code in ("deu_Latn", "de_DE", "__de__", "de") if code in targets]
         target = state.selectbox("Target language", targets, "target_lang",
                                  target if target in targets else (german[0] if german else None))
+    return source, target
+
+
+def task_picker(tasks: tuple) -> tuple[str, str]:
+    """A T5 is told its task in words ("translate English to German: "): the pickers offer the
+    tasks its config names, the first one preselected, as Translator.load picks it."""
+    with st.sidebar:
+        st.caption("This T5 is told what to do in words: pick one of its translation tasks.")
+        sources = list(dict.fromkeys(source for source, _ in tasks))
+        source = state.selectbox("Source language", sources, "source_lang", sources[0])
+        targets = [target for task_source, target in tasks if task_source == source]
+        target = state.selectbox("Target language", targets, "target_lang", targets[0])
     return source, target
 
 

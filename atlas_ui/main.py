@@ -12,8 +12,8 @@ import streamlit as st
 from viz import token_probability_html
 
 from . import state
-from .backend import (configure_torch, example_statistics, file_stamps, find_models, get_translator, load_examples,
-                      model_languages, model_ref, translate)
+from .backend import (ExplainFailed, configure_torch, example_statistics, file_stamps, find_models, get_translator,
+                      load_examples, model_languages, model_ref, translate, translate_explained)
 from .backend_explain import attribution, attribution_average, explain_unavailable
 from .common import Display, escape_md
 from .hub_policy import HubPolicy, HubRefused, open_hub, read_policy, resolved
@@ -76,13 +76,13 @@ def run_translation(translator_path: str, device: str, text: str, reference: str
 
 
 def translate_input(path, device: str, text: str, beam: int, target, explain: bool):
-    """The cached run; with explain, the explained one, or the plain one if explaining fails (the
-    raw weights are still worth showing; the views then say the rest is unavailable)."""
+    """The cached run; with explain, the explained one, or the plain one if explaining failed for
+    this translation (remembered: the raw weights are still worth showing, and the views then
+    say the rest is unavailable)."""
     if explain:
-        try:
-            return translate(path, device, text, beam, target, max_concurrent(), explain=True)
-        except (ValueError, RuntimeError) as exc:
-            LOG.warning("explain=True failed, showing raw attention: %s", exc)
+        outcome = translate_explained(path, device, text, beam, target, max_concurrent())
+        if not isinstance(outcome, ExplainFailed):
+            return outcome
     return translate(path, device, text, beam, target, max_concurrent())
 
 

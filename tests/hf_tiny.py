@@ -158,6 +158,19 @@ def build_bart(root: Path, pairs, steps: int = 40) -> Path:
                   max_length=40, num_beams=4)
 
 
+# as t5-small's config.json carries them: a summary task first, then the translation tasks
+T5_TASKS = {
+    "summarization": {"early_stopping": True, "length_penalty": 2.0, "max_length": 200, "min_length": 30,
+                      "no_repeat_ngram_size": 3, "num_beams": 4, "prefix": "summarize: "},
+    "translation_en_to_de": {"early_stopping": True, "max_length": 300, "num_beams": 4,
+                             "prefix": "translate English to German: "},
+    "translation_en_to_fr": {"early_stopping": True, "max_length": 300, "num_beams": 4,
+                             "prefix": "translate English to French: "},
+    "translation_en_to_ro": {"early_stopping": True, "max_length": 300, "num_beams": 4,
+                             "prefix": "translate English to Romanian: "},
+}
+
+
 def build_t5(root: Path, pairs, steps: int = 40) -> Path:
     from transformers import T5Config, T5ForConditionalGeneration, T5Tokenizer
     prefix = "translate English to German: "
@@ -167,7 +180,7 @@ def build_t5(root: Path, pairs, steps: int = 40) -> Path:
     config = T5Config(vocab_size=len(vocab), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
                       num_heads=4, relative_attention_num_buckets=8, relative_attention_max_distance=16,
                       dropout_rate=0.0, pad_token_id=0, eos_token_id=1, decoder_start_token_id=0,
-                      task_specific_params={"translation_en_to_de": {"prefix": prefix}})
+                      task_specific_params=T5_TASKS)
     torch.manual_seed(6)
     pairs = [(prefix + s, t) for s, t in pairs]
     return finish(T5ForConditionalGeneration(config), tok, root / "t5", pairs, steps,

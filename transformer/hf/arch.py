@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -177,14 +178,50 @@ def languages(family: str, config, tokenizer, source: str | None, target: str | 
             raise ValueError(f"{name}: this Marian model writes several languages; pass target_lang= "
                              f"one of {sorted(c[2:-2] for c in codes)[:12]}")
         return Languages(source, target, prefix=f">>{target}<< " if codes else "")
-    if family == "t5" and (source or target):
-        task = f"translation_{source}_to_{target}"
-        params = (getattr(config, "task_specific_params", None) or {}).get(task, {})
-        prefix = params.get("prefix")
-        if prefix is None:
-            if source not in LANGUAGE_NAMES or target not in LANGUAGE_NAMES:
-                raise ValueError(f"{name}: no T5 task prefix for {source!r} -> {target!r}; known: "
-                                 f"{sorted(LANGUAGE_NAMES)}")
-            prefix = f"translate {LANGUAGE_NAMES[source]} to {LANGUAGE_NAMES[target]}: "
-        return Languages(source, target, prefix=prefix)
+    if family == "t5":
+        return t5_languages(config, source, target, name)
     return Languages(source or "", target or "")
+
+
+_T5_TASK = re.compile(r"^translation_([A-Za-z]+)_to_([A-Za-z]+)$")
+
+
+def t5_tasks(config) -> list[Languages]:
+    """The translation tasks a T5 config names (task_specific_params' translation_xx_to_yy, in
+    the file's order), each with its prefix: what the model was trained to be told."""
+    tasks = []
+    for task, params in (getattr(config, "task_specific_params", None) or {}).items():
+        match = _T5_TASK.match(task)
+        if match and isinstance(params, dict):
+            source, target = match.groups()
+            prefix = params.get("prefix")
+            if not isinstance(prefix, str):
+                prefix = _t5_prefix(source, target) or ""
+            tasks.append(Languages(source, target, prefix=prefix))
+    return tasks
+
+
+def _t5_prefix(source: str, target: str) -> str | None:
+    if source in LANGUAGE_NAMES and target in LANGUAGE_NAMES:
+        return f"translate {LANGUAGE_NAMES[source]} to {LANGUAGE_NAMES[target]}: "
+    return None
+
+
+def t5_languages(config, source: str | None, target: str | None, name: str) -> Languages:
+    """A T5 is told its task in words. Without languages: its config's first translation task;
+    with one or both: the first task that agrees, else the prefix T5 was trained with."""
+    tasks = t5_tasks(config)
+    if not source and not target:
+        if not tasks:
+            raise ValueError(f"{Path(name) / 'config.json'}: this T5 has no translation task in "
+                             "task_specific_params; pass source_lang= and target_lang=")
+        return tasks[0]
+    for task in tasks:
+        if source in (None, "", task.source) and target in (None, "", task.target):
+            return task
+    prefix = _t5_prefix(source or "", target or "")
+    if prefix is None:
+        known = [f"{t.source}->{t.target}" for t in tasks]
+        raise ValueError(f"{Path(name) / 'config.json'}: no T5 task for {source!r} -> {target!r}; its tasks: "
+                         f"{known or 'none'}; languages T5 was trained on: {sorted(LANGUAGE_NAMES)}")
+    return Languages(source, target, prefix=prefix)
