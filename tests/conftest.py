@@ -82,6 +82,17 @@ def tiny_dir(tiny, tmp_path_factory):
 
 # ---- browser tests: one app server and one Chromium for the whole session ----------------------
 @pytest.fixture(scope="session")
+def screenshots(tmp_path_factory) -> Path:
+    """Where browser tests save their screenshots: a temporary folder, so a test run leaves the
+    repository as it was; `python -m tests.tour --out docs` points it at the README's pictures."""
+    folder = os.environ.get("ATLAS_SCREENSHOTS")
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        return Path(folder)
+    return tmp_path_factory.mktemp("screenshots")
+
+
+@pytest.fixture(scope="session")
 def app_url(tmp_path_factory):
     from browser_utils import running_app
     with running_app(tmp_path_factory.mktemp("streamlit")) as url:

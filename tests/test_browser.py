@@ -8,11 +8,10 @@ import re
 
 import pytest
 
-from browser_utils import (CHART, NEEDS_BROWSER, ROOT, TRANSLATION, click_point, open_page, pick_view, plot_state,
+from browser_utils import (CHART, NEEDS_BROWSER, TRANSLATION, click_point, open_page, pick_view, plot_state,
                            script_run, translate, wait_charts_drawn, wait_for_plot)
 
 pytestmark = NEEDS_BROWSER
-SCREENSHOT = ROOT / "docs" / "screenshot-main.png"
 INJECTION = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 
 
@@ -25,15 +24,14 @@ def page(browser, app_url):
     page.context.close()
 
 
-def test_page_loads_with_heatmap_and_screenshot(page):
+def test_page_loads_with_heatmap_and_screenshot(page, screenshots):
     state = plot_state(page)
     assert state["types"][0] == "heatmap"
     assert "</s>" in state["xticks"], "special tokens show literally on the axes"
     assert page.locator(TRANSLATION).inner_text().strip(), "a translation is shown"
     wait_charts_drawn(page)
-    SCREENSHOT.parent.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT))
-    assert SCREENSHOT.stat().st_size > 10_000
+    page.screenshot(path=str(screenshots / "screenshot-main.png"))
+    assert (screenshots / "screenshot-main.png").stat().st_size > 10_000
     assert page.problems == []
 
 

@@ -1,6 +1,6 @@
 """Browser tests of the analysis features, in Chromium: share links, clicks on beam nodes and head
 statistics, ablation marks, downloads, presenter mode with the keyboard in light and dark themes, and
-the README tour screenshots (docs/tour-*.png)."""
+the README tour screenshots (tour-*.png, in docs/ only through `python -m tests.tour --out docs`)."""
 from __future__ import annotations
 
 import json
@@ -9,11 +9,10 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 
 import pytest
 
-from browser_utils import (CHART, NEEDS_BROWSER, ROOT, SHARE_LINK, click_point, open_page, pick_view, plot_state,
+from browser_utils import (CHART, NEEDS_BROWSER, SHARE_LINK, click_point, open_page, pick_view, plot_state,
                            running_app, script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
 
 pytestmark = NEEDS_BROWSER
-DOCS = ROOT / "docs"
 SENTENCE = "Two dogs play in the snow."
 
 
@@ -119,17 +118,16 @@ def luminance(css_colour: str) -> float:
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
-def test_presenter_mode_keys_in_light_and_dark_themes(browser, app_url, tmp_path):
-    DOCS.mkdir(exist_ok=True)
+def test_presenter_mode_keys_in_light_and_dark_themes(browser, app_url, tmp_path, screenshots):
     url = link(app_url, view="Decoding steps", present=1, sentence=SENTENCE)
     page = opened(browser, url, charts=3)
-    presenter_round(page, DOCS / "presenter-light.png")
+    presenter_round(page, screenshots / "presenter-light.png")
     assert luminance(page.evaluate("getComputedStyle(document.querySelector('.stApp')).backgroundColor")) > 200
     assert page.problems == []
     page.context.close()
     with running_app(tmp_path, ("--theme.base", "dark")) as dark_url:
         page = opened(browser, link(dark_url, view="Decoding steps", present=1, sentence=SENTENCE), charts=3)
-        presenter_round(page, DOCS / "presenter-dark.png")
+        presenter_round(page, screenshots / "presenter-dark.png")
         assert luminance(page.evaluate("getComputedStyle(document.querySelector('.stApp')).backgroundColor")) < 80
         # charts keep their own light background, so their text stays readable on a dark page
         paper = page.evaluate("""() => getComputedStyle(document.querySelector(
@@ -145,7 +143,7 @@ TOUR = {"Heatmap": {}, "Layer grid": {}, "Overview": {}, "Decoding steps": {"ste
 
 
 @pytest.mark.parametrize("view", list(TOUR))
-def test_tour_screenshot_of_every_view(browser, app_url, view):
+def test_tour_screenshot_of_every_view(browser, app_url, view, screenshots):
     page = opened(browser, link(app_url, view=view, sentence="A little girl climbs the stairs to the red house.",
                                 **TOUR[view]))
     wait_for_plot(page, "gd.querySelector('.xtick') || gd.querySelector('.point')")
@@ -154,7 +152,7 @@ def test_tour_screenshot_of_every_view(browser, app_url, view):
     # the view itself, not the input form, fills the screenshot: scroll the view picker to the top
     option.first.evaluate("el => el.closest('[data-testid=\"stRadio\"]')"
                           ".scrollIntoView({block: 'start', behavior: 'instant'})")
-    path = DOCS / f"tour-{view.lower().replace(' ', '-')}.png"
+    path = screenshots / f"tour-{view.lower().replace(' ', '-')}.png"
     page.screenshot(path=str(path), full_page=False)
     assert path.stat().st_size > 10_000
     assert plot_state(page) is not None
