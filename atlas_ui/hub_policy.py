@@ -24,6 +24,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from transformer.hf import load as hf_load
+from transformer.hf.runtime import runtime
+
 LOG = logging.getLogger("atlas_ui")
 DEFAULT_HUB = "any"
 DEFAULT_MAX_GB = 3.0
@@ -133,7 +136,6 @@ def _max_bytes(text: str) -> int:
 # ---- the hub (called only with an id that `HubPolicy.check` returned) ----
 
 _resolved: dict = {}                       # (policy, hub id) -> snapshot directory
-_import_lock = threading.Lock()
 _download_lock = threading.Lock()          # downloads take turns: a room opening one link downloads once
 
 
@@ -163,14 +165,13 @@ def open_hub(policy: HubPolicy, text: str) -> Path:
 def _fetch(policy: HubPolicy, repo_id: str) -> Path:
     """Online: the hub's metadata first (is it a model? its files' sizes under the cap?), then the
     download of exactly that revision. Offline, or with the hub unreachable: the local cache only."""
-    with _import_lock:                     # not two sessions' threads importing a package at once
-        import huggingface_hub
-        from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
-        from transformer.hf.load import HUB_FILES, HUB_TIMEOUT, _offline
+    hf = runtime()                         # the hub's names, imported once for every thread
+    huggingface_hub, RepositoryNotFoundError, RevisionNotFoundError = (
+        hf.hub, hf.RepositoryNotFoundError, hf.RevisionNotFoundError)
     unreachable = None
-    if not _offline():
+    if not hf_load._offline():
         try:
-            info = huggingface_hub.HfApi().model_info(repo_id, files_metadata=True, timeout=HUB_TIMEOUT)
+            info = huggingface_hub.HfApi().model_info(repo_id, files_metadata=True, timeout=hf_load.HUB_TIMEOUT)
         except (RepositoryNotFoundError, RevisionNotFoundError):     # gated repositories too (a subclass)
             raise HubRefused(policy.refusal()) from None
         except Exception as exc:
@@ -182,13 +183,13 @@ def _fetch(policy: HubPolicy, repo_id: str) -> Path:
                     raise HubRefused(_over_cap(size, policy))
             try:
                 return Path(huggingface_hub.snapshot_download(
-                    repo_id, revision=getattr(info, "sha", None), allow_patterns=HUB_FILES,
-                    etag_timeout=HUB_TIMEOUT))
+                    repo_id, revision=getattr(info, "sha", None), allow_patterns=hf_load.HUB_FILES,
+                    etag_timeout=hf_load.HUB_TIMEOUT))
             except Exception as exc:
                 raise FileNotFoundError(f"{repo_id}: the download from the Hugging Face hub failed "
                                         f"({type(exc).__name__})") from None
     try:                                   # the cache only: nothing is downloaded
-        path = Path(huggingface_hub.snapshot_download(repo_id, local_files_only=True, allow_patterns=HUB_FILES))
+        path = Path(huggingface_hub.snapshot_download(repo_id, local_files_only=True, allow_patterns=hf_load.HUB_FILES))
     except Exception:
         if unreachable is not None:
             raise FileNotFoundError(f"{repo_id}: not in this server's Hugging Face cache, and the hub could not "
@@ -204,11 +205,9 @@ def _fetch(policy: HubPolicy, repo_id: str) -> Path:
 def download_size(info) -> int | None:
     """Bytes of the files snapshot_download would fetch (transformer/hf/load.py HUB_FILES), from the
     hub's metadata (model_info with files_metadata=True); None when a size is missing."""
-    with _import_lock:
-        from huggingface_hub.utils import filter_repo_objects
-        from transformer.hf.load import HUB_FILES
     total = 0
-    for sibling in filter_repo_objects(info.siblings or [], allow_patterns=HUB_FILES, key=lambda s: s.rfilename):
+    siblings = info.siblings or []
+    for sibling in runtime().filter_repo_objects(siblings, allow_patterns=hf_load.HUB_FILES, key=lambda s: s.rfilename):
         size = sibling.size if sibling.size is not None else getattr(sibling.lfs, "size", None)
         if not isinstance(size, int):
             return None

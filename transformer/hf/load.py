@@ -57,15 +57,15 @@ def resolve(source) -> tuple[Path, str | None]:
         raise FileNotFoundError(f"{p}: model directory not found")
     hf = runtime()
     try:
-        return Path(hf.snapshot_download(repo_id, local_files_only=True, allow_patterns=HUB_FILES)), repo_id
+        return Path(hf.hub.snapshot_download(repo_id, local_files_only=True, allow_patterns=HUB_FILES)), repo_id
     except Exception:   # not cached: go online below
         pass
     if _offline():
         raise FileNotFoundError(f"{repo_id}: no such local directory, and as a Hugging Face hub id it is not "
                                 "in the local cache while offline (HF_HUB_OFFLINE is set)")
     try:
-        hf.HfApi().model_info(repo_id, timeout=HUB_TIMEOUT)
-        return Path(hf.snapshot_download(repo_id, allow_patterns=HUB_FILES, etag_timeout=HUB_TIMEOUT)), repo_id
+        hf.hub.HfApi().model_info(repo_id, timeout=HUB_TIMEOUT)
+        return Path(hf.hub.snapshot_download(repo_id, allow_patterns=HUB_FILES, etag_timeout=HUB_TIMEOUT)), repo_id
     except hf.RepositoryNotFoundError:
         raise FileNotFoundError(f"{repo_id}: no such local directory or Hugging Face hub model") from None
     except Exception as exc:

@@ -61,7 +61,8 @@ def _import_everything() -> SimpleNamespace:
             _import_package(f"transformers.models.{package}")
     import huggingface_hub
     from huggingface_hub import constants as hub_constants
-    from huggingface_hub.errors import RepositoryNotFoundError
+    from huggingface_hub.errors import RepositoryNotFoundError, RevisionNotFoundError
+    from huggingface_hub.utils import filter_repo_objects
     from safetensors import safe_open
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
     from transformers.models.auto.tokenization_auto import TOKENIZER_MAPPING_NAMES, tokenizer_class_from_name
@@ -74,8 +75,8 @@ def _import_everything() -> SimpleNamespace:
     names = SimpleNamespace(
         transformers=transformers, AutoConfig=transformers.AutoConfig, AutoTokenizer=transformers.AutoTokenizer,
         AutoModelForSeq2SeqLM=transformers.AutoModelForSeq2SeqLM, CONFIG_MAPPING=CONFIG_MAPPING,
-        HfApi=huggingface_hub.HfApi, snapshot_download=huggingface_hub.snapshot_download,
-        hub_constants=hub_constants, RepositoryNotFoundError=RepositoryNotFoundError, safe_open=safe_open)
+        hub=huggingface_hub, hub_constants=hub_constants, RepositoryNotFoundError=RepositoryNotFoundError,
+        RevisionNotFoundError=RevisionNotFoundError, filter_repo_objects=filter_repo_objects, safe_open=safe_open)
     for model_type in FAMILY_PACKAGES:
         CONFIG_MAPPING[model_type]          # the mapping resolves each config class lazily too
     return names
