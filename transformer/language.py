@@ -10,8 +10,9 @@ writes transformer/language_profiles.json; the data itself is never shipped).
   (the naive-Bayes log-likelihoods are divided by TEMPERATURE, since every letter sits in
   several overlapping n-grams). 0.5 when nothing could be judged (see `checked`).
 - detected: the most likely profiled language when its posterior is at least DETECT_AT, else None.
-- matches: False only when the text has at least MIN_WORDS words and MIN_LETTERS letters, the
-  source language is one the detector knows, another language is detected, and score < FLAG_BELOW.
+- matches: False only when the text has at least MIN_WORDS words (whitespace-separated, with a
+  letter) and MIN_LETTERS letters, the source language is one the detector knows, another language
+  is detected, and score < FLAG_BELOW.
   One- and two-word texts, numbers, names and punctuation therefore pass; mixed text goes by the
   majority of its letters.
 - checked: False when the source language is unknown ("" or a code outside PROFILED) or the text
@@ -150,7 +151,8 @@ def check(text: str, source_lang: str | None) -> LanguageCheck:
     best = int(post.argmax())
     detected = prof.languages[best] if post[best] >= DETECT_AT else None
     source = normalize_code(source_lang)
-    if source not in prof.languages or letters < MIN_LETTERS or len(text_words) < MIN_WORDS:
+    n_words = sum(1 for token in text.split() if _WORD.search(token))      # "Jean-Paul" is one word
+    if source not in prof.languages or letters < MIN_LETTERS or n_words < MIN_WORDS:
         return LanguageCheck(True, detected, 0.5, checked=False)
     score = float(post[prof.languages.index(source)])
     flagged = detected is not None and detected != source and score < FLAG_BELOW
