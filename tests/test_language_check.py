@@ -120,7 +120,8 @@ def test_threads_give_identical_results():
     def work():
         try:
             barrier.wait()
-            results.append([language.check(t, s) for _ in range(20) for t in texts for s in ("en", "de", "eng_Latn")])
+            results.append([language.check(t, s) for _ in range(20) for t in texts
+                            for s in ("en", "de", "eng_Latn")])
         except Exception as exc:             # pragma: no cover - reported below
             errors.append(exc)
 
