@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from . import state
-from .backend import available_devices, language_options, model_labels, translation_tasks
+from .backend import available_devices, language_options, model_labels, model_languages, translation_tasks
 from .common import Display, escape_md
 from .hub_policy import HubPolicy, hub_name, read_policy
 from .settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS
@@ -167,10 +167,66 @@ def _use_example(examples: list, source_key: str) -> None:
         state.put("reference", "")
 
 
-def _example_label(row: dict, source_key: str) -> str:
-    text = row.get(source_key, "")
+def failure_note(row: dict, source_lang: str, target_lang: str) -> str:
+    """What goes wrong when this model translates the example (checked by running it; empty when
+    the model handles what the example shows). See pretrained/examples.tsv."""
+    return str(row.get(f"failure_{source_lang}_{target_lang}") or "").strip()
+
+
+def _example_label(row: dict, source_lang: str, target_lang: str) -> str:
+    text = row.get(source_lang, "")
     text = text if len(text) <= 70 else text[:69] + "…"
-    return f"{text} — {row['shows']}" if row.get("shows") else text
+    label = f"{text} — {row['shows']}" if row.get("shows") else text
+    return ("⚠ failure case · " + label) if failure_note(row, source_lang, target_lang) else label
+
+
+def example_row(examples: list, source_lang: str, text: str) -> dict | None:
+    """The example whose sentence is in the box, if any."""
+    return next((row for row in examples if text.strip() and row.get(source_lang) == text.strip()), None)
+
+
+def example_reference(row: dict | None, source_lang: str, target_lang: str, reference: str) -> None:
+    """Under the sentence: the example's reference translation with a button that forces it, and
+    for a failure case the line that says what to look at."""
+    if row is None:
+        return
+    note = failure_note(row, source_lang, target_lang)
+    if note:
+        st.caption(f"⚠ Failure case: {escape_md(note, 300)}")
+    wanted = str(row.get(target_lang) or "").strip()
+    if not wanted:
+        return
+    columns = st.columns([5, 2], vertical_alignment="center")
+    columns[0].caption(f"Reference ({escape_md(target_lang, 20)}): {escape_md(wanted, 300)}")
+    forced = reference.strip() == wanted
+    columns[1].button("Decoding it instead" if forced else "Force the reference", key="force_reference",
+                      on_click=state.put, args=("reference", "" if forced else wanted),
+                      help="Feed the model this reference (forced decoding) to see its attention and "
+                           "probabilities for it; click again to let the model decode.")
+
+
+LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French"}
+
+
+def language_note(translator, text: str, models: dict, current: str) -> None:
+    """Above the chart: the sentence looks like another language than the model reads (a
+    character n-gram check, transformer/language.py), with a one-click switch to a model here
+    that reads that language, when there is one."""
+    try:
+        check = translator.language_check(text)
+    except ValueError:                               # nothing to read: the translation says so
+        return
+    if check.matches or not check.detected:
+        return
+    detected = LANGUAGE_NAMES.get(check.detected, check.detected)
+    reads = LANGUAGE_NAMES.get(translator.source_lang, translator.source_lang)
+    readers = [name for name, path in models.items() if name != current and model_languages(path)[0] == check.detected]
+    columns = st.columns([5, 2], vertical_alignment="center")
+    columns[0].warning(f"This sentence looks like {escape_md(detected, 30)}, but this model reads "
+                       f"{escape_md(reads, 30)}: the translation and its attention mean little.", icon="🌐")
+    if readers:
+        columns[1].button(f"Open {readers[0]} (reads {detected})", key="language_switch",
+                          on_click=state.put, args=("model", readers[0]))
 
 
 def input_area(examples: list, source_lang: str, target_lang: str) -> tuple[str, str, int]:
@@ -179,7 +235,7 @@ def input_area(examples: list, source_lang: str, target_lang: str) -> tuple[str,
     with right:
         st.selectbox("Example", range(len(examples)), index=None, key="example",
                      placeholder="Pick an example sentence…",
-                     format_func=lambda i: _example_label(examples[i], source_lang),
+                     format_func=lambda i: _example_label(examples[i], source_lang, target_lang),
                      on_change=_use_example, args=(examples, source_lang))
         columns = st.columns([3, 2])
         with columns[0]:
@@ -197,4 +253,5 @@ def input_area(examples: list, source_lang: str, target_lang: str) -> tuple[str,
                                      placeholder="Leave empty to let the model decode",
                                      help="With a reference the model is fed it (forced decoding), so you "
                                           "see the attention and probabilities for that translation.")
+        example_reference(example_row(examples, source_lang, text), source_lang, target_lang, reference)
     return text, reference, (1 if decoding == "Greedy" else beam)

@@ -3,7 +3,7 @@ what the model knows" note (atlas_ui.settings.LOW_CONFIDENCE).
 
     python benchmarks/bench_confidence.py [--threshold 0.35]
 
-In domain: the 21 caption-style sentences of pretrained/examples.tsv. Out of domain: sentences that
+In domain: the caption-style sentences of pretrained/examples.tsv. Out of domain: sentences that
 describe no scene. Prints, per shipped model, the lowest and median mean probability of each group
 and how many sentences of each the threshold flags.
 """
