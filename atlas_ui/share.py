@@ -1,9 +1,11 @@
 """Share links, downloads and presenter mode: what lets a view leave the browser tab."""
 from __future__ import annotations
 
+import functools
 import re
 from urllib.parse import quote, urlencode
 
+import segno
 import streamlit as st
 
 from viz import figure_html, trace_json, trace_npz, trace_payload
@@ -33,14 +35,25 @@ def markdown_safe_url(url: str) -> str:
 
 def share_box(box, params: dict) -> None:
     """The link to this exact view. A plain link, not st.code: st.code's highlighter script cost
-    every new tab 0.7-1.3 s before its first chart (benchmarks/bench_first_paint.py)."""
+    every new tab 0.7-1.3 s before its first chart (benchmarks/bench_first_paint.py); the copy
+    button and the QR code for a room are in an expander drawn only while it is open."""
     url = markdown_safe_url(share_url(st.context.url, params))
     with box, st.container(key="share_link"):
         st.subheader("Share")
         st.markdown(f"[Link to this view]({url})")
-        st.caption("Copy this link (right-click, Copy link), or the address bar, which holds the same: it "
-                   "opens exactly this view: model, sentence, decoding, view, attention kind, layer, head "
-                   "and step.")
+        st.caption("It opens exactly this view: model, sentence, decoding, view, attention kind, layer, head "
+                   "and step. The address bar holds the same.")
+        room = st.expander("Copy the link, or show its QR code", key="share_open", on_change="rerun")
+        if room.open:
+            with room:
+                st.code(url, language=None, wrap_lines=True)      # has a copy button
+                st.image(qr_svg(url), caption="Scan to open this view", width="stretch")
+
+
+@functools.lru_cache(maxsize=256)
+def qr_svg(url: str) -> str:
+    """The link as a QR code (SVG text, black on white, with the quiet zone scanners need)."""
+    return segno.make(url, error="m").svg_inline(scale=8, dark="#000", light="#fff", border=4)
 
 
 def file_stem(text: str) -> str:
