@@ -282,8 +282,8 @@ def test_head_grid_layout_ticks_and_layer_label():
     assert z.shape == (Q, H * (K + 1) - 1)
     np.testing.assert_array_equal(z[:, K + 1:2 * K + 1], w[1])
     assert np.isnan(z[:, K]).all()
-    assert list(fig.layout.xaxis.ticktext) == display_tokens(SRC)
-    assert list(fig.layout.xaxis.tickvals) == list(range(K))      # first tile
+    assert list(fig.layout.xaxis.ticktext) == display_tokens(SRC) * H                  # every tile column
+    assert list(fig.layout.xaxis.tickvals) == [h * (K + 1) + k for h in range(H) for k in range(K)]
     assert list(fig.layout.yaxis.ticktext) == display_tokens(TGT)
     assert fig.layout.yaxis.autorange == "reversed"
     assert [a.text for a in fig.layout.annotations] == ["Head 0", "Head 1", "Head 2"]
@@ -291,6 +291,31 @@ def test_head_grid_layout_ticks_and_layer_label():
     assert np.asarray(fig.data[1].customdata).tolist() == [[2, 0], [2, 1], [2, 2]]
     with pytest.raises(ValueError):
         head_grid_figure(w[None], TGT, SRC)
+
+
+def test_head_grid_wraps_into_rows_of_four_with_each_head_where_its_label_says():
+    H, Q, K, gap = 8, 4, 5, 1
+    w = rows_dirichlet((H, Q, K), seed=5)
+    fig = head_grid_figure(w, TGT, SRC, layer=3, gap=gap)
+    z = z_of(fig)
+    assert z.shape == (2 * (Q + gap) - gap, 4 * (K + gap) - gap)                     # 2 rows of 4 tiles
+    for h in range(H):
+        r, c = divmod(h, 4)
+        np.testing.assert_array_equal(z[r * (Q + gap):r * (Q + gap) + Q, c * (K + gap):c * (K + gap) + K], w[h])
+        text = np.asarray(fig.data[0].text, dtype=object)[r * (Q + gap), c * (K + gap)]
+        assert text.startswith(f"Layer 3 · head {h}<br>query 0"), text
+    annotations = {a.text: (a.x, a.y) for a in fig.layout.annotations}
+    assert annotations["Head 5"] == (1 * (K + gap) + (K - 1) / 2, 1 * (Q + gap) - 0.5)
+    assert np.asarray(fig.data[1].customdata).tolist() == [[3, h] for h in range(H)]
+    marker = {"curve_number": 1, "point_index": 6, "customdata": [3, 6]}
+    assert overview_selection([marker]) == (3, 6)
+    assert (fig.data[1].x[6], fig.data[1].y[6]) == (2 * (K + gap) + (K - 1) / 2, 1 * (Q + gap) + (Q - 1) / 2)
+    assert list(fig.layout.yaxis.ticktext) == display_tokens(TGT) * 2
+    six = head_grid_figure(w[:6], TGT, SRC, gap=gap)                                   # a short last row
+    assert np.isnan(z_of(six)[Q + gap:, 2 * (K + gap):]).all()
+    assert len(six.layout.annotations) == 6 and len(six.data[1].customdata) == 6
+    with pytest.raises(ValueError):
+        head_grid_figure(w, TGT, SRC, columns=0)
 
 
 # --------------------------------------------------------------------------- masks

@@ -12,7 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import (DEFAULT_COLORSCALE, HOVER_TEXT_CELLS, check_attention, check_heads, figure_title, fixed_range,
-                    head_markers, heatmap_trace, point_customdata, token_axis)
+                    head_markers, heatmap_trace, point_customdata, tick_font_size, token_axis)
 from ._figure import build_figure
 from ._png import png_data_uri
 from ._labels import display_tokens, escape_label
@@ -190,24 +190,53 @@ def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
 
 def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
                      normalize: bool = False, show_space: bool = False,
-                     layer: int | None = None, gap: int | None = None,
+                     layer: int | None = None, gap: int | None = None, columns: int = 4,
                      colorscale=None, zmax: float | None = None, value_title: str = "weight") -> go.Figure:
-    """All heads of one layer (H, Q, K) side by side; token ticks on the first tile.
+    """All heads of one layer (H, Q, K) in rows of at most `columns` tiles, so each tile is large
+    enough to read (eight 65 px tiles in one row were not); head h sits in tile row h // columns,
+    tile column h % columns. Token ticks label every tile row and column.
 
-    `layer` only labels the hover and the clickable markers' customdata.
+    `layer` labels the hover and the clickable markers' customdata [layer, head].
     """
     w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=3)  # (H, Q, K)
     H, Q, K = w.shape
-    data, layout, t = tiled_parts(w[None], query, key, title=title, normalize=normalize,
+    if columns < 1:
+        raise ValueError(f"columns must be at least 1, got {columns}")
+    cols = min(columns, H)
+    rows = -(-H // cols)
+    grid = np.full((rows * cols, Q, K), np.nan, dtype=np.result_type(w.dtype, np.float32))
+    grid[:H] = w
+    grid = grid.reshape(rows, cols, Q, K)                                        # (rows, cols, Q, K)
+    data, layout, t = tiled_parts(grid, query, key, title=title, normalize=normalize,
                                   show_space=show_space, kind_label="", gap=gap,
                                   colorscale=colorscale, first_layer=layer, zmax=zmax, value_title=value_title)
-    layout["annotations"] = [dict(x=h * t.step_k + (K - 1) / 2, y=-0.5, yref="y",
+    q_labels, k_labels = display_tokens(query, show_space=show_space), display_tokens(key, show_space=show_space)
+    head_at = (np.arange(t.z.shape[0]) // t.step_q)[:, None] * cols + (np.arange(t.z.shape[1]) // t.step_k)[None, :]
+    if data[0].get("text") is not None:
+        data[0]["text"] = wrapped_cell_text(t, head_at, q_labels, k_labels, layer)
+    tile_row, tile_col = np.divmod(np.arange(H), cols)
+    data[1] = head_markers(tile_col * t.step_k + (K - 1) / 2, tile_row * t.step_q + (Q - 1) / 2,
+                           np.full(H, layer or 0), np.arange(H))
+    layout["annotations"] = [dict(x=c * t.step_k + (K - 1) / 2, y=r * t.step_q - 0.5, yref="y",
                                   yanchor="bottom", text=f"Head {h}", showarrow=False)
-                             for h in range(H)]
-    layout["yaxis"].update(token_axis(display_tokens(query, show_space=show_space), "Query",
-                                      reverse=True))
-    layout["xaxis"].update(token_axis(display_tokens(key, show_space=show_space), "Key"))
+                             for h, (r, c) in enumerate(zip(tile_row, tile_col))]
+    layout["yaxis"].update(token_axis(q_labels * rows, "Query", reverse=True,
+                                      values=[r * t.step_q + q for r in range(rows) for q in range(Q)]))
+    layout["xaxis"].update(token_axis(k_labels * cols, "Key",
+                                      values=[c * t.step_k + k for c in range(cols) for k in range(K)]))
+    layout["yaxis"]["tickfont"] = layout["xaxis"]["tickfont"] = dict(size=tick_font_size(max(Q, K)))
     return build_figure(data, layout)
+
+
+def wrapped_cell_text(t: Tiling, head_at: np.ndarray, q_labels, k_labels, layer: int | None) -> np.ndarray:
+    """(R, C) hover strings for a wrapped head grid: the head from the tile's row and column."""
+    query_part = np.array([f"query {i}: {q_labels[i]}" if i >= 0 else "" for i in t.row_of], dtype=object)
+    key_part = np.array([f" → key {j}: {k_labels[j]}" if j >= 0 else "" for j in t.col_of], dtype=object)
+    prefix = "" if layer is None else f"Layer {layer} · "
+    head_part = np.vectorize(lambda h: f"{prefix}head {h}<br>", otypes=[object])(head_at)
+    text = head_part + (query_part[:, None] + key_part[None, :])
+    text[(t.row_of[:, None] < 0) | (t.col_of[None, :] < 0) | np.isnan(t.z)] = ""   # gaps and empty tiles
+    return text
 
 
 def overview_selection(points: Any, *, n_heads: int | None = None) -> tuple[int, int] | None:
