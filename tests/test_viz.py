@@ -442,9 +442,10 @@ def test_token_probability_html_attributes_and_markdown_are_escaped():
 
 def test_token_probability_html_shading_and_space():
     html = token_probability_html(["▁a", "▁b"], [0.05, 0.99])
-    spans = html.split("<span")[1:]
+    spans = [part for part in html.split("<span")[1:] if 'class="aa-token"' in part]
     background = [s.split("background-color:")[1].split(";")[0] for s in spans]
-    assert background[0] != background[1]
+    assert background == ["rgb(219,81,14)", "rgb(255,253,252)"]       # unsure: deep orange, sure: white
+    assert "sure</span> → " in html and "unsure</span>" in html, "the legend says which is which"
     assert "␣a" in html and "p=0.050" in html
     assert "▁a" in token_probability_html(["▁a"], [0.5], show_space=False)
     with pytest.raises(ValueError):

@@ -103,19 +103,23 @@ def topk_bar_figure(top_k: Sequence, chosen=None, title: str = "", *,
     ))
 
 
+UNSURE_COLOURS = (np.array([255, 255, 255]), np.array([217, 72, 1]))   # white -> orange: a warning, not attention
+
+
 def probability_colour(p: float) -> tuple[str, str]:
-    """(background, text) colours: pale for confident pieces, deep blue for unsure ones."""
+    """(background, text) colours: white for a confident piece, deep orange for an unsure one.
+    Orange is the colour of doubt only; attention keeps its own scale (bright = more weight)."""
     unsure = 1.0 - min(max(p, 0.0), 1.0)
-    lo, hi = np.array([239, 243, 255]), np.array([8, 81, 156])   # Blues scale ends
+    lo, hi = UNSURE_COLOURS
     r, g, b = (lo + (hi - lo) * unsure).round().astype(int)
-    return f"rgb({r},{g},{b})", ("#ffffff" if unsure > 0.55 else "#111111")
+    return f"rgb({r},{g},{b})", ("#ffffff" if unsure > 0.6 else "#111111")
 
 
 def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
                            show_space: bool = True) -> str:
-    """One <div> of <span>s: each output piece shaded by p(piece | prefix).
+    """One <div> of <span>s: each output piece shaded by p(piece | prefix), then a legend.
 
-    Low-probability pieces are darker, so uncertainty stands out. Every piece is
+    Unsure pieces are orange, so doubt stands out; the legend says so. Every piece is
     escaped (HTML and Markdown) because this goes to st.markdown(unsafe_allow_html=True);
     the snippet has no newline, so Markdown treats it as one raw HTML block.
     """
@@ -133,4 +137,8 @@ def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
             f'<span class="aa-token" title="{i}: {label} p={prob:.3f}" '
             f'style="background-color:{background};color:{colour};padding:1px 3px;'
             f'margin:1px;border-radius:3px;white-space:pre;display:inline-block">{label}</span>')
-    return f'<div class="aa-tokens" style="line-height:1.9">{"".join(spans)}</div>'
+    sure, unsure = probability_colour(1.0)[0], probability_colour(0.0)[0]
+    legend = (f'<span class="aa-legend" style="font-size:0.75em;color:#666;margin-left:10px;white-space:nowrap">'
+              f'<span style="background:{sure};border:1px solid #ccc;padding:0 6px">sure</span> → '
+              f'<span style="background:{unsure};color:#fff;padding:0 6px">unsure</span> (p of each piece)</span>')
+    return f'<div class="aa-tokens" style="line-height:1.9">{"".join(spans)}{legend}</div>'
