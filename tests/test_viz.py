@@ -535,6 +535,9 @@ def test_statistic_figure_grid_and_validation():
     assert np.asarray(fig.data[0].customdata)[1, 2].tolist() == [1, 2]
     assert fig.layout.yaxis.autorange == "reversed"
     assert np.asarray(fig.data[1].customdata).tolist()[5] == [1, 2]
+    assert list(fig.layout.xaxis.ticktext) == ["0", "1", "2"] and fig.layout.xaxis.title.text == "Head"
+    assert list(fig.layout.yaxis.ticktext) == ["0", "1"] and fig.layout.yaxis.title.text == "Layer"
+    assert fig.data[0].textfont.size >= 11 and fig.layout.xaxis.tickangle == 0
     share = statistic_figure(df, "special_share")
     assert (share.data[0].zmin, share.data[0].zmax) == (0, 1)
     with pytest.raises(ValueError):

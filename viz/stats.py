@@ -89,15 +89,23 @@ def statistic_figure(df: pd.DataFrame, column: str, title: str = "", *,
     notes = [f"{escape_label(column)} {v:.3f}" for v in z.ravel()]
     markers = head_markers(xs.ravel(), ys.ravel(), cd[..., 0].ravel(), cd[..., 1].ravel(),
                            notes=notes)
-    return matrix_heatmap(
-        z, y_labels=[f"Layer {l}" for l in layers], x_labels=[f"Head {h}" for h in heads],
+    # Small multiples share a third of the page: bare numbers on the axes (titled Layer / Head),
+    # a thin colour bar without a title (the figure's title names the value), and cell values
+    # in a font that stays readable; the hover names everything.
+    fig = matrix_heatmap(
+        z, y_labels=[str(l) for l in layers], x_labels=[str(h) for h in heads],
         y_title="Layer", x_title="Head", zmin=zmin, zmax=zmax,
         colorscale=colorscale or DEFAULT_COLORSCALE, customdata=cd,
-        title=title or STAT_TITLES.get(column, column), colorbar_title=column,
+        title=title or STAT_TITLES.get(column, column), colorbar=dict(thickness=10, len=0.9, tickfont=dict(size=10)),
         hovertemplate="Layer %{customdata[0]} · head %{customdata[1]}<br>"
                       + escape_label(column) + " %{z:.3f}<extra></extra>",
-        texttemplate="%{z:.2f}", height=120 + 60 * len(layers), xgap=1, ygap=1,
+        texttemplate="%{z:.2f}", textfont=dict(size=11), height=130 + 56 * len(layers), xgap=1, ygap=1,
         extra_traces=[markers])
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):
+        axis.tickfont.size = 11
+        axis.title.standoff = 4
+    fig.layout.xaxis.tickangle = 0
+    return fig
 
 
 def rollout(encoder_weights, add_residual: bool = True) -> np.ndarray:
