@@ -728,3 +728,10 @@ def test_overview_draws_large_grids_as_an_image(monkeypatch):
     assert overview_figure(w, TGT, SRC, gap=1).data[2].type == "image"
     with pytest.raises(ValueError):
         overview_figure(w, TGT, SRC, render="svg")
+
+
+def test_source_share_axis_numbers_have_room():
+    from viz import source_share_figure
+    fig = source_share_figure(np.array([0.2, 0.8, 0.5]), ["▁a", "▁b", "</s>"])
+    assert fig.layout.yaxis.automargin is True and list(fig.layout.yaxis.ticktext) == ["0", "½", "1"]
+    assert list(fig.layout.yaxis.range) == [0.0, 1.0]

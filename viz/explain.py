@@ -49,7 +49,9 @@ def source_share_figure(source_share, output_tokens, title: str = "Source vs pre
             for name, values, color in (("source", share, SOURCE_COLOR), ("prefix", 1.0 - share, PREFIX_COLOR))]
     layout = dict(barmode="stack", title=figure_title(title),
                   xaxis=token_axis(labels, "Output piece"),
-                  yaxis=dict(title=dict(text="share"), range=[0.0, 1.0], showgrid=True),
+                  # automargin: the tick numbers get the room they need instead of being cut to ".8"
+                  yaxis=dict(title=dict(text="share"), range=[0.0, 1.0], showgrid=True, tickvals=[0, 0.5, 1],
+                             ticktext=["0", "½", "1"], automargin=True),
                   height=height or 360, margin=dict(l=10, r=10, t=60 if title else 30, b=10),
                   legend=dict(orientation="h", y=1.02, x=1.0, xanchor="right", yanchor="bottom"),
                   plot_bgcolor="white")
