@@ -3,19 +3,23 @@
 Norm-based attention (Kobayashi et al., 2020): head h moves f_h(x_j) = W_O^h (W_V^h x_j + b_V^h)
 from token j to token i, scaled by α_hij, where W_O^h is the output projection restricted to
 head h's columns; ‖α_hij f_h(x_j)‖ says how much actually moved, not only how much was looked at.
+Their layer-level score is ‖Σ_h α_hij f_h(x_j)‖ (heads can cancel), kept as `layer_norms`.
 
-ALTI (Ferrando et al., 2022a) and ALTI+ (Ferrando et al., 2022b): a block's output is
-    y_i = Σ_j T_i(x_j) + b_i
-exactly. T_i(x_j) is Σ_h α_hij f_h(x_j) plus, for j = i (self-attention) or for the residual
-input (cross-attention), the residual x_i; post-LN blocks pass that sum through LayerNorm made
-linear per token by fixing its std σ_i. b_i gathers the biases no token owns: the output
-projection's bias (and, post-LN, LayerNorm's β and the centred bias over σ_i). The value bias
-b_V rides inside f_h, since each attention row sums to 1. The bias is assigned to no token: the
-ALTI formula c_ij = max(0, ‖ŷ_i‖₁ - ‖ŷ_i - T_i(x_j)‖₁), normalised over j, measures against
-ŷ_i = Σ_j T_i(x_j), the part tokens explain. A token whose T_i(x_j) is the zero vector (an
-ablated head's keys, every key when all heads are off) then gets exactly 0, which is why the
-source share is exactly 0 with every cross-attention head switched off. Feed-forward blocks and
-final norms are token-wise: they mix nothing, so rollout passes through them unchanged.
+ALTI (Ferrando et al., 2022a) and ALTI+ (Ferrando et al., 2022b), as their reference code
+(mt-upc/transformer-contributions-nmt) computes them: a block's output is exactly
+    y_i = Σ_j T_i(x_j) + b_i.
+T_i(x_j) is Σ_h α_hij f_h(x_j) plus, for j = i (self-attention) or for the residual input
+(cross-attention), the residual x_i; post-LN blocks pass that sum through their norm made linear
+per token by fixing its scale (LayerNorm: the std σ_i of z_i, exact, with eps inside the root;
+RMSNorm: the rms of z_i). b_i gathers what no token owns: the output projection's bias (post-LN:
+centred and over σ_i, plus LayerNorm's β). The value bias b_V rides inside f_h, since each
+attention row sums to 1. Each contribution is measured against the WHOLE resultant y_i, biases
+included, as the authors define it:
+    c_ij = max(0, ‖y_i‖₁ - ‖y_i - T_i(x_j)‖₁), normalised over j.
+A token whose T_i(x_j) is the zero vector (an ablated head's keys, every key when all heads are
+off) gets exactly ‖y_i‖₁ - ‖y_i‖₁ = 0, so the source share is exactly 0 with every cross-attention
+head switched off. Feed-forward blocks and final norms are token-wise: they mix nothing, so
+rollout passes through them unchanged.
 """
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ class BlockParts:
 class Decomposition:
     logits: torch.Tensor                 # (T, V)
     norms: dict                          # kind -> (layers, H, Tq, Tk) ‖α_hij f_h(x_j)‖
+    layer_norms: dict                    # kind -> (layers, Tq, Tk) ‖Σ_h α_hij f_h(x_j)‖
     encoder_rollout: torch.Tensor        # (S, S) ALTI: encoder output j <- source token k
     decoder_rollout: torch.Tensor        # (T, S + T) ALTI+: step t <- [source tokens | prefix tokens]
     blocks: list = field(default_factory=list)   # BlockParts, when asked for
@@ -61,6 +66,8 @@ def attend(a: Attention, q_in, kv_in, mask, gate):
     k = F.linear(kv_in, a.k.weight, a.k.bias).view(B, kv_in.shape[1], H, -1).transpose(1, 2)
     v = F.linear(kv_in, a.v.weight, a.v.bias).view(B, kv_in.shape[1], H, -1).transpose(1, 2)
     scores = (q * a.scale) @ k.transpose(-2, -1)                                      # (B, H, Tq, Tk)
+    if a.position_bias is not None:                    # T5: relative position bias, (H, Tq, Tk)
+        scores = scores + a.position_bias(Tq, k.shape[2], scores.device).to(scores.dtype)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)
@@ -105,10 +112,11 @@ def run(view: ModelView, e_source, e_target, gates=None, on_block=None):
     return h
 
 
-def alti_contributions(parts: torch.Tensor, own: torch.Tensor) -> torch.Tensor:
-    """parts (Tq, Tk, D) -> contributions (Tq, Tk), rows summing to 1. A row nothing explains
-    (every part zero) goes wholly to `own` (Tq,), the index of the query's own/residual input."""
-    resultant = parts.sum(1)                                                          # (Tq, D)
+def alti_contributions(parts: torch.Tensor, resultant: torch.Tensor, own: torch.Tensor) -> torch.Tensor:
+    """parts (Tq, Tk, D) T_i(x_j) and the whole resultant y_i (Tq, D), biases included ->
+    c_ij = max(0, ‖y_i‖₁ - ‖y_i - T_i(x_j)‖₁) / Σ_j (Tq, Tk), rows summing to 1. A row where every
+    c_ij is 0 (the authors' code would divide 0 by 0) goes wholly to `own` (Tq,), the index of
+    the query's own/residual input: the residual stream is what passes on when nothing else does."""
     distance = (resultant[:, None] - parts).abs().sum(-1)                             # (Tq, Tk)
     c = (resultant.abs().sum(-1, keepdim=True) - distance).clamp(min=0)
     total = c.sum(-1, keepdim=True)
@@ -120,12 +128,31 @@ def alti_contributions(parts: torch.Tensor, own: torch.Tensor) -> torch.Tensor:
     return c / total
 
 
+def linearise_norm(norm, z, parts, bias):
+    """A post-LN block's norm made linear per token, its scale fixed from z (Tq, D), the input
+    it normalised: parts (Tq, Tk, D) and bias (Tq, D) as they come out of it. LayerNorm centres,
+    divides by the exact std σ_i = sqrt(var(z_i) + eps) and adds β (to the bias: no token owns
+    it); RMSNorm (T5) only divides by rms_i = sqrt(mean(z_i²) + eps): no centring, no β."""
+    gamma = norm.weight if norm.weight is not None else torch.ones_like(bias[0])
+    if isinstance(norm, torch.nn.LayerNorm):
+        sigma = (z.var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()             # (Tq, 1)
+        beta = norm.bias if norm.bias is not None else torch.zeros_like(bias[0])
+        parts = gamma * (parts - parts.mean(-1, keepdim=True)) / sigma[:, None]
+        return parts, gamma * (bias - bias.mean(-1, keepdim=True)) / sigma + beta
+    eps = getattr(norm, "variance_epsilon", None)
+    if eps is None:
+        eps = getattr(norm, "eps", None) or 1e-6
+    rms = (z.float().pow(2).mean(-1, keepdim=True) + eps).sqrt().to(z.dtype)           # (Tq, 1)
+    return gamma * parts / rms[:, None], gamma * bias / rms
+
+
 class _Collector:
     """on_block callback: decomposes each block of one sentence (B = 1) as the forward passes."""
 
     def __init__(self, view: ModelView, keep_blocks: bool):
         self.view, self.keep_blocks = view, keep_blocks
         self.norms = {"encoder_self": [], "decoder_self": [], "cross": []}
+        self.layer_norms = {"encoder_self": [], "decoder_self": [], "cross": []}
         self.contributions: list[tuple[str, torch.Tensor]] = []
         self.blocks: list[BlockParts] = []
 
@@ -139,6 +166,7 @@ class _Collector:
             fv = fv * gate.to(fv.dtype).view(-1, 1, 1)
         self.norms[a.kind].append(w * fv.norm(dim=-1)[:, None, :])                    # (H, Tq, Tk)
         moved = torch.einsum("hij,hjd->ijd", w, fv)                                   # (Tq, Tk, D)
+        self.layer_norms[a.kind].append(moved.norm(dim=-1))                           # (Tq, Tk)
         Tq = moved.shape[0]
         rows = torch.arange(Tq, device=x.device)
         if a.kind == "cross":
@@ -150,14 +178,10 @@ class _Collector:
             own = rows
         bias = a.out.bias if a.out.bias is not None else torch.zeros(D, dtype=x.dtype, device=x.device)
         bias = bias.expand(Tq, D)
-        if not self.view.norm_first:                  # LN(Σ_j t_j + b), linear given the std σ_i of z_i
-            norm = a.norm
-            sigma = (z.var(-1, unbiased=False, keepdim=True) + norm.eps).sqrt()      # (Tq, 1)
-            gamma = norm.weight if norm.weight is not None else torch.ones_like(bias[0])
-            beta = norm.bias if norm.bias is not None else torch.zeros_like(bias[0])
-            parts = gamma * (parts - parts.mean(-1, keepdim=True)) / sigma[:, None]
-            bias = gamma * (bias - bias.mean(-1, keepdim=True)) / sigma + beta
-        self.contributions.append((a.kind, alti_contributions(parts, own)))
+        if not self.view.norm_first:                  # norm(Σ_j t_j + b), linear given z_i's scale
+            parts, bias = linearise_norm(a.norm, z, parts, bias)
+        resultant = parts.sum(1) + bias                                               # (Tq, D) = y_i
+        self.contributions.append((a.kind, alti_contributions(parts, resultant, own)))
         if self.keep_blocks:
             self.blocks.append(BlockParts(a.kind, a.layer, moved, parts, bias, y))
 
@@ -191,7 +215,8 @@ def decompose(view: ModelView, source, fed, gates=None, keep_blocks: bool = Fals
             from_source = torch.cat([c[:, :S] @ enc, torch.zeros(T, T, **kw)], dim=1)
             dec = from_source + c[:, S:] * dec
     norms = {kind: torch.stack(v) for kind, v in collect.norms.items()}
-    return Decomposition(logits, norms, enc, dec, collect.blocks, scores)
+    layer_norms = {kind: torch.stack(v) for kind, v in collect.layer_norms.items()}
+    return Decomposition(logits, norms, layer_norms, enc, dec, collect.blocks, scores)
 
 
 def _saliency(logits, output_ids, hidden, top, e_source, e_target):

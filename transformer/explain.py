@@ -3,7 +3,8 @@
 The explanation describes the run `out.attention` describes (same tokens; the returned beam
 hypothesis; a forced target; an ablated run), computed from one teacher-forced pass over the
 final output, which equals cached decoding (tests/test_capture.py), plus one backward for
-saliency. All state is local to the call. See `alti.py` for the maths and the bias convention.
+saliency. All state is local to the call. See `alti.py` for the maths: ALTI+ measures every
+contribution against the whole block output, biases included, as Ferrando et al. define it.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ class Explanation:
     norm_encoder_self: np.ndarray     # float32 (Le, H, S, S) ‖α_hij f_h(x_j)‖, Kobayashi et al. 2020
     norm_decoder_self: np.ndarray     # float32 (Ld, H, T, T), zero above the diagonal
     norm_cross: np.ndarray            # float32 (Ld, H, T, S); an ablated head moves nothing: 0
+    norm_cross_layer: np.ndarray      # float32 (Ld, T, S) ‖Σ_h α_hij f_h(x_j)‖, Kobayashi et al.'s per-layer score
     source_share: np.ndarray          # float32 (T,) = source_contribution.sum(1), ALTI+
     source_contribution: np.ndarray   # float32 (T, S) ALTI+; with prefix_contribution each row sums to 1
     prefix_contribution: np.ndarray   # float32 (T, T) over target_tokens (what was fed), lower-triangular
@@ -74,7 +76,7 @@ def explain_run(translator, source_ids: list[int], fed_ids: list[int], output_id
         check = float((parts.logits.float() - reference_logits.float().to(parts.logits.device)).abs().max())
     return Explanation(
         norm_encoder_self=_np(parts.norms["encoder_self"]), norm_decoder_self=_np(parts.norms["decoder_self"]),
-        norm_cross=_np(parts.norms["cross"]),
+        norm_cross=_np(parts.norms["cross"]), norm_cross_layer=_np(parts.layer_norms["cross"]),
         source_share=_np(source_contribution.sum(-1)),
         source_contribution=_np(source_contribution), prefix_contribution=_np(prefix_contribution),
         saliency_source=_np(_rows_to_one(sal_source)), saliency_prefix=_np(_rows_to_one(sal_prefix)),
@@ -84,8 +86,9 @@ def explain_run(translator, source_ids: list[int], fed_ids: list[int], output_id
 
 def method_scores(out) -> dict[str, np.ndarray]:
     """Per method, a (T, S) source-importance map with rows summing to 1, for comparing methods:
-    raw cross-attention (mean over layers and heads), norm-based cross-attention (sum over heads,
-    mean over layers), ALTI+ source contribution, and saliency."""
+    raw cross-attention (mean over layers and heads), norm-based cross-attention as Kobayashi et
+    al. score a layer, ‖Σ_h α_hij f_h(x_j)‖ (heads may cancel, so not the sum of per-head norms),
+    mean over layers; ALTI+ source contribution; and saliency."""
     ex = out.explanation
     if ex is None or out.attention is None:
         raise ValueError("method_scores needs a translation made with capture=True and explain=True")
@@ -95,6 +98,6 @@ def method_scores(out) -> dict[str, np.ndarray]:
         return np.divide(a, total, out=np.zeros_like(a), where=total > 0).astype(np.float32)
 
     return {"attention": rows(out.attention.cross.mean(axis=(0, 1))),
-            "norm": rows(ex.norm_cross.sum(axis=1).mean(axis=0)),
+            "norm": rows(ex.norm_cross_layer.mean(axis=0)),
             "alti+": rows(ex.source_contribution),
             "saliency": rows(ex.saliency_source)}

@@ -4,8 +4,12 @@
 block's output into per-token vectors. It needs, per layer, the attention modules (q/k/v/out
 projections), the norms and where they sit (pre-LN or post-LN), and the feed-forward function;
 per side, how scaled token embeddings become the first layer's input. `model_view` reads these
-from our `Transformer` or from a BART-like Hugging Face model (Marian, BART, mBART, M2M100/NLLB).
-T5 (RMSNorm, relative position bias, unscaled scores) is not described and raises ValueError.
+from our `Transformer`, from a BART-like Hugging Face model (Marian, BART, mBART, M2M100/NLLB)
+or from T5. T5 differs only where the description has room for it: RMSNorm (pre-LN, so it sits
+before attention and needs no linearising), no biases (None), a relative position bias added to
+the scores (it changes α only, which the decomposition takes as computed), no 1/sqrt(d) on the
+scores (scale 1), a token-wise (gated or not) feed-forward, and decoder outputs scaled by
+d_model^-0.5 before a tied lm_head.
 """
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from typing import Callable
 
 from torch import nn
 
-EXPLAIN_FAMILIES = ("ours", "marian", "bart", "mbart", "m2m_100")
+EXPLAIN_FAMILIES = ("ours", "marian", "bart", "mbart", "m2m_100", "t5")
 
 
 @dataclass(frozen=True)
@@ -27,13 +31,14 @@ class Attention:
     out: nn.Linear               # its input is head-major: head h owns columns h*dh:(h+1)*dh
     n_heads: int
     scale: float                 # multiplies q·k
-    norm: nn.LayerNorm           # the block's norm: before (pre-LN) or after (post-LN) the residual
+    norm: nn.Module              # the block's norm (LayerNorm or T5's RMSNorm): before (pre-LN) or after
+    position_bias: Callable | None = None   # (Tq, Tk, device) -> (H, Tq, Tk) added to the scores (T5)
 
 
 @dataclass(frozen=True)
 class FeedForward:
     fn: Callable                 # (..., D) -> (..., D), token-wise
-    norm: nn.LayerNorm
+    norm: nn.Module
 
 
 @dataclass
@@ -55,9 +60,10 @@ def model_view(translator) -> ModelView:
     if family == "ours":
         return _our_view(translator.model)
     if family not in EXPLAIN_FAMILIES:
-        raise ValueError(f"explain=True does not support the Hugging Face family {family!r} (T5's RMSNorm "
-                         f"without centring and relative position bias are not decomposed); supported: "
+        raise ValueError(f"explain=True does not support the Hugging Face family {family!r}; supported: "
                          f"{', '.join(EXPLAIN_FAMILIES)}")
+    if family == "t5":
+        return _t5_view(translator.model)
     return _hf_view(translator.model, family, translator.config.norm_first)
 
 
@@ -119,6 +125,40 @@ def _hf_view(model, family: str, norm_first: bool) -> ModelView:
                      target_embedding=lambda ids: arch.token_embeddings(dec, ids),
                      encoder_input=stack_input(enc), decoder_input=stack_input(dec),
                      encoder_final=final(enc), logits=logits)
+
+
+def _t5_view(model) -> ModelView:
+    """T5 / T5 v1.1 / mT5: pre-LN blocks [self, (cross), feed-forward], each its own RMSNorm."""
+    from .hf import arch
+    enc, dec = model.get_encoder(), model.get_decoder()
+
+    def relative(stack):                   # block 0 owns the table; every layer adds the same bias
+        table = stack.block[0].layer[0].SelfAttention
+        return lambda q, k, device: table.compute_bias(q, k, device=device)[0]        # (H, q, k)
+
+    def att(kind, layer, a, norm, bias=None) -> Attention:
+        return Attention(kind, layer, a.q, a.k, a.v, a.o, a.n_heads, 1.0, norm, bias)
+
+    def ffn(sub) -> FeedForward:
+        return FeedForward(sub.DenseReluDense, sub.layer_norm)
+
+    encoder = [[att("encoder_self", i, b.layer[0].SelfAttention, b.layer[0].layer_norm, relative(enc)),
+                ffn(b.layer[-1])] for i, b in enumerate(enc.block)]
+    decoder = [[att("decoder_self", i, b.layer[0].SelfAttention, b.layer[0].layer_norm, relative(dec)),
+                att("cross", i, b.layer[1].EncDecAttention, b.layer[1].layer_norm),
+                ffn(b.layer[-1])] for i, b in enumerate(dec.block)]
+    config = model.config
+    scale = getattr(config, "scale_decoder_outputs", getattr(config, "tie_word_embeddings", True))
+    factor = config.d_model ** -0.5 if scale else 1.0
+
+    def logits(x):
+        return model.lm_head(dec.final_layer_norm(x) * factor)
+
+    return ModelView("t5", True, encoder, decoder,
+                     source_embedding=lambda ids: arch.token_embeddings(enc, ids),
+                     target_embedding=lambda ids: arch.token_embeddings(dec, ids),
+                     encoder_input=lambda e: e, decoder_input=lambda e: e,      # positions live in the bias
+                     encoder_final=enc.final_layer_norm, logits=logits)
 
 
 def unk_id(translator) -> int:
