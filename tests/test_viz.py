@@ -735,3 +735,13 @@ def test_source_share_axis_numbers_have_room():
     fig = source_share_figure(np.array([0.2, 0.8, 0.5]), ["▁a", "▁b", "</s>"])
     assert fig.layout.yaxis.automargin is True and list(fig.layout.yaxis.ticktext) == ["0", "½", "1"]
     assert list(fig.layout.yaxis.range) == [0.0, 1.0]
+
+
+def test_pruning_curve_fits_half_a_page():
+    from viz import pruning_curve_figure
+    fig = pruning_curve_figure([0, 4, 8], [30.0, 28.0, 20.0], [55.0, 54.0, 48.0],
+                               "Pruning curve: BLEU as heads are removed, least important first", total_heads=72)
+    assert fig.layout.title.text == "Pruning curve<br><sup>BLEU as heads are removed, least important first</sup>"
+    assert fig.layout.xaxis.automargin is True and fig.layout.yaxis.automargin is True
+    assert (fig.layout.legend.x, fig.layout.legend.y) == (0.01, 0.02)         # inside, away from the title
+    assert pruning_curve_figure([0, 1], [1.0, 0.5], title="Pruning curve").layout.title.text == "Pruning curve"

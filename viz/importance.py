@@ -93,10 +93,14 @@ def pruning_curve_figure(removed, bleu, chrf=None, title: str = "Pruning curve",
                                                          "<extra></extra>")
               for name, values, color in lines]
     axis_title = "heads removed" + (f" (of {int(total_heads)})" if total_heads else "")
-    layout = dict(title=figure_title(title), xaxis=dict(title=dict(text=escape_label(axis_title)), showgrid=True),
-                  yaxis=dict(title=dict(text="score"), showgrid=True, rangemode="tozero"),
-                  height=height or 360, margin=dict(l=10, r=10, t=60 if title else 30, b=10),
-                  legend=dict(orientation="h", y=1.02, x=1.0, xanchor="right", yanchor="bottom"),
+    # It sits in half a page: a long "Name: explanation" title goes on two lines, the legend inside
+    # the plot's lower left (the scores start high there), the axes get the margin their numbers need.
+    head, _, rest = title.partition(": ") if len(title) > 40 else (title, "", "")
+    layout = dict(title=figure_title(head, rest), showlegend=True,
+                  xaxis=dict(title=dict(text=escape_label(axis_title)), showgrid=True, automargin=True),
+                  yaxis=dict(title=dict(text="score"), showgrid=True, rangemode="tozero", automargin=True),
+                  height=height or 360, margin=dict(l=10, r=10, t=70 if rest else 60 if title else 30, b=10),
+                  legend=dict(x=0.01, y=0.02, xanchor="left", yanchor="bottom", bgcolor="rgba(255,255,255,0.8)"),
                   plot_bgcolor="white")
     return build_figure(traces, layout)
 
