@@ -745,3 +745,14 @@ def test_pruning_curve_fits_half_a_page():
     assert fig.layout.xaxis.automargin is True and fig.layout.yaxis.automargin is True
     assert (fig.layout.legend.x, fig.layout.legend.y) == (0.01, 0.02)         # inside, away from the title
     assert pruning_curve_figure([0, 1], [1.0, 0.5], title="Pruning curve").layout.title.text == "Pruning curve"
+
+
+def test_presenter_colour_bars_do_not_stack_labels():
+    from viz import attention_heatmap, overview_figure, presenter_figure
+    one_row = presenter_figure(attention_heatmap(np.full((1, 3), 1 / 3), ["▁a"], ["x", "y", "z"], title="t"))
+    bar = one_row.data[0].colorbar
+    assert bar.title.side == "right" and bar.nticks == 3 and bar.title.text == "weight"
+    assert bar.tickfont.size == 14 and one_row.layout.font.size == 18
+    image = presenter_figure(overview_figure(rows_dirichlet((1, 2, 3, 4), seed=1), TGT[:3], SRC[:4], render="image"))
+    carrier = image.data[3].marker.colorbar
+    assert carrier.title.side == "right" and carrier.nticks == 3

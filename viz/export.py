@@ -42,6 +42,14 @@ def presenter_figure(fig: go.Figure, font_size: int = 18) -> go.Figure:
     big.update_layout(font=dict(size=font_size), title_font=dict(size=font_size + 4))
     big.update_xaxes(tickfont=dict(size=font_size - 2), title_font=dict(size=font_size))
     big.update_yaxes(tickfont=dict(size=font_size - 2), title_font=dict(size=font_size))
+    # Colour bars: the title turned along the bar and at most three numbers, so large type does not
+    # stack label on label when the chart is short (a one-row heatmap is ~100 px tall).
+    bar = dict(tickfont=dict(size=font_size - 4), title=dict(side="right", font=dict(size=font_size - 2)), nticks=3)
+    for trace in big.data:
+        if "colorbar" in trace:                                            # heatmaps
+            trace.update(colorbar=bar)
+        elif getattr(getattr(trace, "marker", None), "showscale", None):   # a colour-bar carrier
+            trace.update(marker=dict(colorbar=bar))
     return big
 
 
