@@ -207,3 +207,21 @@ def build(name: str, root: Path, steps: int = 40) -> Path:
 
 def build_all(root: Path) -> dict[str, Path]:
     return {name: build(name, root) for name in BUILDERS}
+
+
+def randomise_biases(folder: Path, seed: int = 0, std: float = 0.3) -> Path:
+    """Reload a saved model, draw every Linear bias and every norm's gain and bias at random
+    (gains around 1), and save it back. A fresh or briefly fitted model has biases near 0 and
+    gains near 1, which hides any difference in how a method treats biases and norms."""
+    from transformers import AutoModelForSeq2SeqLM
+    model = AutoModelForSeq2SeqLM.from_pretrained(folder)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for module in model.modules():
+            is_norm = isinstance(module, torch.nn.LayerNorm) or type(module).__name__.endswith(("LayerNorm", "RMSNorm"))
+            if is_norm and getattr(module, "weight", None) is not None:
+                torch.nn.init.normal_(module.weight, mean=1.0, std=std)
+            if (is_norm or isinstance(module, torch.nn.Linear)) and getattr(module, "bias", None) is not None:
+                torch.nn.init.normal_(module.bias, std=std)
+    model.save_pretrained(folder)
+    return folder
