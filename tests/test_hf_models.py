@@ -369,3 +369,16 @@ print(json.dumps(sorted(loaded() - before)))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, cwd=REPO)
     assert out.returncode == 0, out.stderr[-3000:]
     assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+def test_positional_table_is_what_the_encoder_adds(hf, name):
+    tr = hf[name]
+    out = tr.translate(SENTENCES[3], capture=True)
+    table = tr.positional_table(64)
+    assert table.shape == (min(64, tr.config.max_source_len), tr.config.d_model) and table.dtype == np.float32
+    S = len(out.source_tokens)
+    np.testing.assert_allclose(table[:S], out.positional_encoding[:S], atol=1e-6)
+    assert (not table.any()) == (name == "t5")                 # T5 adds nothing: a relative bias instead
+    with pytest.raises(ValueError):
+        tr.positional_table(0)

@@ -1,6 +1,8 @@
 """Model parts: positional encoding, embeddings, attention paths, sublayers, masks, config."""
 import math
 
+import numpy as np
+
 import pytest
 import torch
 
@@ -141,3 +143,16 @@ def test_config_round_trip_and_validation(tmp_path):
         ModelConfig(d_model=30, n_heads=4)
     with pytest.raises(ValueError, match="unknown config fields"):
         ModelConfig.from_dict({"d_model": 32, "bogus": 1})
+
+
+def test_positional_table_spans_many_positions_and_is_what_translate_added():
+    from transformer import Translator
+    from conftest import REPO
+    tr = Translator.load(REPO / "pretrained" / "en-de", device="cpu")
+    table = tr.positional_table(64)
+    out = tr.translate("A man is riding a bike.", capture=True)
+    np.testing.assert_array_equal(table[: len(out.positional_encoding)], out.positional_encoding)
+    d = tr.config.d_model
+    position, i = 37, 5                                            # sin(pos / 10000^(2i/d)) at even dims
+    assert table[position, 2 * i] == pytest.approx(np.sin(position / 10000 ** (2 * i / d)), abs=1e-5)
+    assert tr.positional_table(10 ** 6).shape[0] == tr.config.max_source_len

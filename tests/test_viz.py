@@ -382,6 +382,22 @@ def test_positional_encoding_figure():
         positional_encoding_figure(pe, SRC)
 
 
+def test_positional_encoding_over_many_positions_marks_the_sentence():
+    pe = sinusoidal(64, 16)
+    fig = positional_encoding_figure(pe, sentence=TGT, title="PE")
+    np.testing.assert_allclose(z_of(fig), pe)                                     # all 64 positions
+    ticks = dict(zip(fig.layout.yaxis.tickvals, fig.layout.yaxis.ticktext))
+    assert [ticks[i] for i in range(4)] == ["0 &lt;s&gt;", "1 ▁Ein", "2 ▁Mann", "3 &lt;/s&gt;"]
+    assert ticks[8] == "8" and ticks[56] == "56" and 5 not in ticks
+    (outline,) = fig.layout.shapes
+    assert (outline.y0, outline.y1) == (-0.5, 3.5)
+    assert fig.layout.annotations[0].text == "this sentence: positions 0–3"
+    with pytest.raises(ValueError):
+        positional_encoding_figure(pe[:3], sentence=TGT)                           # longer than the table
+    with pytest.raises(ValueError):
+        positional_encoding_figure(pe, TGT, sentence=TGT)
+
+
 def test_position_similarity_figure():
     pe = sinusoidal(5, 8)
     fig = position_similarity_figure(pe)

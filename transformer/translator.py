@@ -13,6 +13,7 @@ from .capture import AttentionTrace, Masks, capture, no_capture, normalize_head_
 from .checkpoint import load_model_dir
 from .config import ModelConfig
 from .decoding import Hypothesis, beam_search, forced_logits, greedy_decode
+from .language import check as check_language
 from .masks import causal_mask
 from .model import BOS_ID, EOS_ID, PAD_ID, Transformer
 from .tokenizer import Tokenizer
@@ -84,8 +85,17 @@ class Translator:
         """Is `text` in the language this model reads (self.source_lang)? A LanguageCheck
         (matches, detected, score, checked) from transformer/language.py; no model call.
         Empty text raises ValueError like translate; an unknown source language never alarms."""
-        from .language import check
-        return check(text, self.source_lang)
+        return check_language(text, self.source_lang)
+
+    def positional_table(self, positions: int) -> np.ndarray:
+        """(positions, d_model) float32: what the encoder adds at positions 0..positions-1 (the
+        classic picture spans more positions than one sentence); at most max_source_len."""
+        return self.model.positional_encoding[: self._table_length(positions)].float().cpu().numpy()
+
+    def _table_length(self, positions: int) -> int:
+        if not isinstance(positions, int) or positions < 1:
+            raise ValueError(f"positions must be a positive int, got {positions!r}")
+        return min(positions, self.config.max_source_len)
 
     # ---- input handling --------------------------------------------------------------
     def encode_source(self, text: str) -> tuple[list[int], bool]:

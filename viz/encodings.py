@@ -26,10 +26,33 @@ def row_customdata(labels: Sequence[str] | None, shape: tuple[int, int]) -> np.n
 
 
 def positional_encoding_figure(pe, tokens: Sequence[str] | None = None,
-                               title: str = "") -> go.Figure:
-    """(P, D) encodings added to the embeddings; sinusoids span -1..1, fixed colour range."""
+                               title: str = "", *, sentence: Sequence[str] | None = None) -> go.Figure:
+    """(P, D) encodings added to the embeddings; sinusoids span -1..1, fixed colour range.
+
+    `sentence`: the pieces of a sentence shorter than P (the classic picture shows many more
+    positions than one sentence has): its positions 0..S-1 are outlined and their ticks name
+    its pieces; the other rows are labelled every 8th position."""
     pe = as_array(pe, "positional encoding", ndim=2)                  # (P, D)
-    labels = position_labels(pe.shape[0], tokens, "positional encoding")
+    if sentence is None:
+        labels = position_labels(pe.shape[0], tokens, "positional encoding")
+        return _encoding_heatmap(pe, labels, title)
+    if tokens is not None:
+        raise ValueError("give the sentence's pieces as `sentence` or `tokens`, not both")
+    if isinstance(sentence, str) or not 0 < len(sentence) <= pe.shape[0]:
+        raise ValueError(f"a sentence of {len(sentence)} pieces does not fit {pe.shape[0]} positions")
+    S = len(sentence)
+    labels = [f"{i} {lab}" for i, lab in enumerate(display_tokens(sentence))] + [str(i) for i in range(S, pe.shape[0])]
+    fig = _encoding_heatmap(pe, labels, title)
+    shown = [i for i in range(pe.shape[0]) if i < S or i % 8 == 0]
+    fig.update_yaxes(tickvals=shown, ticktext=[labels[i] for i in shown])
+    fig.add_shape(type="rect", xref="paper", yref="y", x0=0, x1=1, y0=-0.5, y1=S - 0.5,
+                  line=dict(color="#111", width=2), fillcolor="rgba(0,0,0,0)")
+    fig.add_annotation(xref="paper", yref="y", x=1.0, y=S - 0.5, xanchor="right", yanchor="top", showarrow=False,
+                       text=f"this sentence: positions 0–{S - 1}", bgcolor="rgba(255,255,255,0.85)")
+    return fig
+
+
+def _encoding_heatmap(pe: np.ndarray, labels: list[str] | None, title: str) -> go.Figure:
     return matrix_heatmap(
         pe, y_labels=labels, x_labels=None, y_title="Position", x_title="Dimension",
         zmin=-1.0, zmax=1.0, colorscale=DIVERGING_COLORSCALE, title=title,

@@ -195,6 +195,11 @@ class HFTranslator(Translator):
     def _embeddings(self, source) -> np.ndarray:
         return arch.token_embeddings(self.model.get_encoder(), source)[0].float().cpu().numpy()   # (S, D)
 
+    def positional_table(self, positions: int) -> np.ndarray:
+        """(positions, d_model): what the encoder adds at each position (zeros for T5)."""
+        with torch.no_grad():                        # learned tables (BART, mBART) are parameters
+            return self._positions("encoder", self._table_length(positions))
+
     def _positions(self, side: str, n: int) -> np.ndarray:
         stack = self.model.get_encoder() if side == "encoder" else self.model.get_decoder()
         table = arch.position_table(stack, self.family, n, self.config.d_model)
