@@ -21,20 +21,19 @@ from .backend import file_stamps, get_translator, translation_slots
 
 METHODS = ("attention", "norm", "alti+", "saliency")
 METHOD_LABELS = {"attention": "raw cross-attention (mean of layers and heads)",
-                 "norm": "norm-based ‖α·f(x)‖ (cross, summed over heads, mean of layers)",
+                 "norm": "norm-based ‖Σ_h α_h·f_h(x)‖ (cross, Kobayashi et al.'s layer-level score, mean of layers)",
                  "alti+": "ALTI+ source contribution", "saliency": "saliency |gradient × input|",
                  "random": "random ranking (baseline)"}
 
 
 def explain_unavailable(translator) -> str | None:
-    """None when translate(explain=True) works for this model, else why not (one sentence)."""
+    """None when translate(explain=True) works for this model (every family Translator.load opens,
+    T5 included), else why not (one sentence): a guard for a model type added without a description."""
     family = getattr(translator, "family", "ours")
     if family in EXPLAIN_FAMILIES:
         return None
-    name = "T5" if family == "t5" else f"the {family} family"
-    return (f"Norm-based attention, ALTI+ and saliency are unavailable for {name}: its RMSNorm without "
-            "centring and its relative position bias are not decomposed (supported: "
-            + ", ".join(EXPLAIN_FAMILIES) + ").")
+    return (f"Norm-based attention, ALTI+ and saliency are unavailable for the {family} family: its layers "
+            "are not described for the decomposition (supported: " + ", ".join(EXPLAIN_FAMILIES) + ").")
 
 
 @contextlib.contextmanager

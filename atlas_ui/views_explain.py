@@ -93,7 +93,10 @@ def attribution_view(result, display, explain_note: str, attribution, average, e
     scores = data["scores"]
     fig = _method_figure(scores, result, display, t)
     st.caption("Each row is one method's weight on every source piece for this output step (rows sum to 1): "
-               + "; ".join(f"{name}: {METHOD_LABELS[name]}" for name in scores) + ".")
+               + "; ".join(f"{name}: {METHOD_LABELS[name]}" for name in scores) + ". The norm row is Kobayashi "
+               "et al.'s (2020) score of a layer, ‖Σ_h α_h·f_h(x_j)‖: heads are summed before the norm, so heads "
+               "that cancel count as cancelled. ALTI+ measures each piece against the whole block output, biases "
+               "included, as Ferrando et al. (2022) define it.")
     table = method_table(scores, data["source_tokens"], t)
     st.dataframe(table, hide_index=True, key="attr_method_table",
                  column_config={name: NUMBER for name in scores})

@@ -1,7 +1,7 @@
 """AppTest checks of issue 10's app side: the raw / norm-weighted switch in the attention views,
 source vs prefix (ALTI+) under the translation and per decoding step, the Attribution view
 (methods, perturbation test, rank correlations, the examples' average), head importance marks
-and the pruning curve, and T5 saying what is unavailable. Numbers are recomputed from the API."""
+and the pruning curve, and T5 explained like the others. Numbers are recomputed from the API."""
 from __future__ import annotations
 
 import json
@@ -193,22 +193,29 @@ def test_a_model_without_importance_marks_nothing(tmp_path, monkeypatch):
     assert any("no head_importance.json" in c.value for c in at.caption)
 
 
-def test_t5_says_what_is_unavailable(tmp_path, monkeypatch):
+def test_t5_is_explained_like_the_others(tmp_path, monkeypatch):
+    """T5 (RMSNorm, relative position bias) gets the norm-weighted views, ALTI+ and the Attribution
+    view's methods; an unknown family would still be named as unsupported."""
+    from types import SimpleNamespace
+
     import hf_tiny
+    from atlas_ui.backend_explain import explain_unavailable
+    from transformer import Translator
     folder = tmp_path / "models"
     folder.mkdir()
     shutil.move(str(hf_tiny.build("t5", tmp_path)), str(folder / "t5"))
+    assert explain_unavailable(Translator.load(folder / "t5", device="cpu")) is None
+    assert "gpt2" in explain_unavailable(SimpleNamespace(family="gpt2"))
     monkeypatch.setenv("ATLAS_MODELS_DIR", str(folder))
     at = started(None, model="t5", norm="1", kind="cross")
     assert at.radio(key="norm").value is True
-    assert any("unavailable for T5" in i.value for i in at.info), [i.value for i in at.info]
-    assert not at.warning and titled(at, "Cross-attention · layer 0 · head 0")
-    assert not titled(at, "norm-weighted") and not titled(at, "Source vs prefix")
+    assert not any("unavailable" in i.value for i in at.info), [i.value for i in at.info]
+    assert not at.warning and titled(at, "norm-weighted") and titled(at, "Source vs prefix")
     for view in ("Overview", "Decoding steps", "Attribution"):
         at.radio(key="view").set_value(view).run()
         check_clean(at, f"t5 {view}")
         assert not at.warning, [w.value for w in at.warning]
-        assert any("unavailable for T5" in i.value for i in at.info), view
-        assert specs(at), f"{view} still shows the raw attention"
-    assert titled(at, "Which source pieces mattered")
-    assert json.dumps(specs(at)).count("saliency") == 0
+        assert not any("unavailable" in i.value for i in at.info), view
+    chart = titled(at, "Which source pieces mattered")[0]
+    assert z_array(chart["data"][0]).shape[0] == 4 and "saliency" in json.dumps(chart)   # all four methods
+    assert frame_with(at, "method", "pieces dropped", "p(chosen) fall, mean")["method"].nunique() == 5

@@ -103,6 +103,9 @@ def test_norm_vectors_sum_to_each_attention_output_of_the_real_run(en_de):
         assert (total - produced).abs().max().item() <= 1e-5, (kind, layer)
         norms = alpha * f.norm(dim=-1)[:, None, :]
         np.testing.assert_allclose(ex.get_norm(kind)[layer], norms.numpy(), atol=1e-4, rtol=1e-4)
+        if kind == "cross":                   # Kobayashi et al.'s layer-level score: heads summed first
+            layer_score = torch.einsum("hij,hjd->ijd", alpha, f).norm(dim=-1)
+            np.testing.assert_allclose(ex.norm_cross_layer[layer], layer_score.numpy(), atol=1e-4, rtol=1e-4)
 
 
 def _block_outputs(tr, source_ids, fed_ids):
@@ -222,6 +225,17 @@ def test_threads_get_their_own_explanations(en_de):
                 ours, alone = getattr(ex, name), getattr(reference[sentence], name)
                 assert ours.shape == alone.shape, name
                 np.testing.assert_allclose(ours, alone, rtol=1e-4, atol=1e-5)
+
+
+def test_method_scores_norm_is_kobayashi_layer_level_score(en_de):
+    """method_scores()["norm"]: ‖Σ_h α_hij f_h(x_j)‖ per layer (Kobayashi et al.), mean over layers,
+    rows to 1; not the sum of single heads' norms, which ignores that heads cancel."""
+    out, ex = _explained(en_de, max_len=10)
+    score = ex.norm_cross_layer.mean(axis=0)
+    np.testing.assert_allclose(method_scores(out)["norm"], score / score.sum(1, keepdims=True), atol=1e-6)
+    head_sum = ex.norm_cross.sum(axis=1)                                              # (Ld, T, S)
+    assert (ex.norm_cross_layer <= head_sum + 1e-4).all()                             # triangle inequality
+    assert (head_sum - ex.norm_cross_layer).max() > 1e-2                              # and they differ here
 
 
 def test_perturbation_and_rank_correlation(en_de):
