@@ -1,4 +1,5 @@
-"""Small helpers shared by the views: safe text, charts, and the kind/layer/head pickers."""
+"""Small helpers shared by the views: safe text, charts, the kind/layer/head pickers and the
+decoding-step navigator."""
 from __future__ import annotations
 
 import re
@@ -158,3 +159,34 @@ def weights_for(result, kind: str, words: bool, hide_special: bool = False, norm
 def head_title(kind: str, layer: int, head: int | None) -> str:
     who = "mean of heads" if head is None else f"head {head}"
     return f"{KIND_LABELS[kind]} · layer {layer} · {who}"
+
+
+def step_nav(step_count: int, presenter: bool = False) -> int:
+    """Slider plus previous/next buttons over the decoding steps; returns the 0-based step.
+
+    In presenter mode the slider gives way to big buttons bound to the ← and → keys (a focused
+    slider would take the arrow keys too, and move twice).
+    """
+    if step_count <= 1:
+        state.put("step", 0)
+        st.caption("This output has a single step.")
+        return 0
+    state.restore("step", 0, lambda v: isinstance(v, int) and 0 <= v < step_count)
+    current = st.session_state["step"]
+    keys = dict(prev=dict(shortcut="Left"), next=dict(shortcut="Right")) if presenter else dict(prev={}, next={})
+    columns = st.columns([1, 1, 6])
+    columns[0].button("◀ Prev", key="step_prev", on_click=move_step, args=(-1, step_count),
+                      disabled=current <= 0, **keys["prev"])
+    columns[1].button("Next ▶", key="step_next", on_click=move_step, args=(1, step_count),
+                      disabled=current >= step_count - 1, **keys["next"])
+    with columns[2]:
+        if presenter:
+            state.remember("step", current)
+            st.markdown(f"### Step {current + 1} of {step_count}")
+            return current
+        return state.int_slider("Decoding step", 0, step_count - 1, "step", 0, label_visibility="collapsed")
+
+
+def move_step(delta: int, step_count: int) -> None:
+    current = state.kept("step", 0)
+    state.put("step", int(min(max(current + delta, 0), step_count - 1)))

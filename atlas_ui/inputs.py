@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from . import state
-from .backend import available_devices, language_options, model_labels, model_languages, translation_tasks
+from .backend import available_devices
+from .catalogue import language_options, model_labels, model_languages, translation_tasks
 from .common import Display, escape_md
 from .hub_policy import HubPolicy, hub_name, read_policy
 from .settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS

@@ -5,28 +5,23 @@ import contextlib
 import logging
 import time
 from dataclasses import replace
-from functools import partial
 
 import streamlit as st
 
 from viz import token_probability_html
 
 from . import state
-from .backend import (ExplainFailed, configure_torch, example_statistics, file_stamps, find_models, get_translator,
-                      load_examples, model_languages, model_ref, translate, translate_explained)
-from .backend_explain import attribution, attribution_average, explain_unavailable
+from .backend import ExplainFailed, configure_torch, get_translator, translate, translate_explained
+from .backend_explain import explain_unavailable
+from .catalogue import ModelRef, file_stamps, find_models, load_examples, model_languages
 from .common import Display, escape_md
 from .hub_policy import HubPolicy, HubRefused, open_hub, read_policy, resolved
 from .inputs import input_area, language_picker, show_status, sidebar
 from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
-                       NORM_VIEWS, REAL_MODEL_HINT, VIEWS, extra_models, max_concurrent, models_dir, torch_threads)
+                       REAL_MODEL_HINT, extra_models, max_concurrent, models_dir, torch_threads)
 from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
-from .views_ablation import ablation_view
-from .views_analysis import beam_view, rollout_view, stats_view
-from .views_attention import compare_view, grid_view, heatmap_view, overview_view
-from .views_explain import attribution_view, source_share_bar, step_contributions
-from .views_importance import load_importance, overview_marks
-from .views_model import masks_view, pe_view, steps_view
+from .views import VIEWS, ViewContext
+from .views_explain import source_share_bar
 from .warm import holds, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")
@@ -48,7 +43,7 @@ def guarded(render, *args):
     return None
 
 
-def run_translation(translator_path: str, device: str, text: str, reference: str, beam: int, limit: int,
+def run_translation(model: ModelRef, device: str, text: str, reference: str, beam: int, limit: int,
                     explain: bool = False):
     """Translate the input with notices for long text; returns a Result or None (message shown).
     explain: also norm-based attention and contributions (only for the views that show them)."""
@@ -60,9 +55,9 @@ def run_translation(translator_path: str, device: str, text: str, reference: str
         return None
     target = reference if reference.strip() else None
     try:
-        ready = holds(translation_key(translator_path, device, text, 1 if target else beam, target, (), explain))
+        ready = holds(translation_key(model, device, text, 1 if target else beam, target, (), explain))
         with contextlib.nullcontext() if ready else st.spinner("Translating…"):
-            result = translate_input(translator_path, device, text, 1 if target else beam, target, explain)
+            result = translate_input(model, device, text, 1 if target else beam, target, explain)
     except ValueError as exc:
         if "empty" in str(exc) or "no pieces" in str(exc):
             st.info("There is nothing the model can read in that text. " + EMPTY_PROMPT)
@@ -75,15 +70,15 @@ def run_translation(translator_path: str, device: str, text: str, reference: str
     return result
 
 
-def translate_input(path, device: str, text: str, beam: int, target, explain: bool):
+def translate_input(model: ModelRef, device: str, text: str, beam: int, target, explain: bool):
     """The cached run; with explain, the explained one, or the plain one if explaining failed for
     this translation (remembered: the raw weights are still worth showing, and the views then
     say the rest is unavailable)."""
     if explain:
-        outcome = translate_explained(path, device, text, beam, target, max_concurrent())
+        outcome = translate_explained(model, device, text, beam, target, max_concurrent())
         if not isinstance(outcome, ExplainFailed):
             return outcome
-    return translate(path, device, text, beam, target, max_concurrent())
+    return translate(model, device, text, beam, target, max_concurrent())
 
 
 def show_translation(result, target_lang: str, display: Display) -> None:
@@ -99,86 +94,6 @@ def show_translation(result, target_lang: str, display: Display) -> None:
                     unsafe_allow_html=True)
         st.caption("Each output piece is shaded by the probability the model gave it; hover for the value.")
         source_share_bar(result, display)
-
-
-def translate_plain(path: str, device: str, beam: int, text: str, explain: bool = False):
-    """A second sentence with the same model and decoding, no reference (Masks and Compare views)."""
-    with st.spinner("Translating the other sentence…"):
-        # explain only when True: st.cache_resource keys on the arguments as passed, so an explicit
-        # explain=False would cache the same translation a second time
-        return translate(path, device, text[:MAX_CHARS], beam, None, max_concurrent(),
-                         **({"explain": True} if explain else {}))
-
-
-def batch_sentences(examples: list, source_key: str, current: str, count: int = 2) -> list:
-    others = [row[source_key] for row in examples if row.get(source_key) and row[source_key] != current]
-    fallback = [row["en"] for row in FALLBACK_EXAMPLES if row["en"] != current]
-    return (others + fallback)[:count]
-
-
-def run_variant(path: str, device: str, text: str, beam: int, reference: str, head_mask: tuple = (),
-                pieces: tuple | None = None):
-    """This sentence again: with heads switched off, and/or forced through the given pieces."""
-    target = pieces if pieces is not None else (reference if reference.strip() else None)
-    return translate(path, device, text[:MAX_CHARS], 1 if target else beam, target, max_concurrent(),
-                     tuple(head_mask))
-
-
-def examples_statistics(path: str, device: str, beam: int, texts: tuple) -> dict:
-    return example_statistics(path, device, texts, beam, max_concurrent())
-
-
-def this_attribution(path, device: str, text: str, beam: int, reference: str) -> dict:
-    """The Attribution view's numbers for the run on screen (same decoding and reference)."""
-    target = reference if reference.strip() else None
-    with st.spinner("Comparing the methods and running the perturbation test…"):
-        return attribution(path, device, text[:MAX_CHARS], 1 if target else beam, target, max_concurrent())
-
-
-def examples_attribution(path, device: str, beam: int, texts: tuple) -> dict:
-    return attribution_average(path, device, texts, beam, max_concurrent())
-
-
-def example_texts(examples: list, source_key: str) -> tuple:
-    return tuple(row[source_key] for row in examples if row.get(source_key))
-
-
-def render_view(view: str, result, display: Display, context: dict):
-    """Draw one view; returns its main figure (for the HTML download) or None."""
-    examples, source_key, text = context["examples"], context["source_key"], context["text"]
-    translate_other, variant = context["translate_other"], context["variant"]
-    if view == "Heatmap":
-        return heatmap_view(result, display)
-    if view == "Layer grid":
-        return grid_view(result, display)
-    if view == "Overview":
-        return overview_view(result, display, partial(overview_marks, load_importance(context["model_path"], result)))
-    if view == "Decoding steps":
-        return steps_view(result, display, step_contributions)
-    if view == "Beam":
-        return beam_view(result, display, variant)
-    if view == "Head summary":
-        texts = example_texts(examples, source_key)
-        return stats_view(result, display, partial(context["example_stats"], texts), len(texts),
-                          load_importance(context["model_path"], result))
-    if view == "Attribution":
-        texts = example_texts(examples, source_key)
-        return attribution_view(result, display, display.explain_note, context["attribution"],
-                                partial(context["attribution_average"], texts), len(texts))
-    if view == "Rollout":
-        return rollout_view(result, display)
-    if view == "Ablation":
-        return ablation_view(result, display, variant)
-    if view == "Masks":
-        sentences = batch_sentences(examples, source_key, text)
-        batch = [("this sentence", result)] + [(f"example {i + 1}", translate_other(sentence))
-                                               for i, sentence in enumerate(sentences)]
-        return masks_view(result, batch, sentences)
-    if view == "Positional encodings":
-        return pe_view(result)
-    if view == "Compare":
-        return compare_view(result, display, translate_other, examples, source_key)
-    return None
 
 
 def examples_for(folder, source_lang: str, target_lang: str) -> list:
@@ -200,7 +115,7 @@ def follow_example_language(examples: list, source_lang: str) -> None:
             return
 
 
-def load_translator(ref: tuple, device: str, name: str):
+def load_translator(ref: ModelRef, device: str, name: str):
     """The cached Translator, or None after a short error naming what is wrong."""
     try:
         if holds(model_key(ref, device)):          # loaded already: no progress box (it sleeps 50 ms)
@@ -210,7 +125,7 @@ def load_translator(ref: tuple, device: str, name: str):
             box.update(label=f"Model {escape_md(name, 80)} loaded", state="complete")
             return translator
     except (OSError, ValueError, RuntimeError, ImportError) as exc:
-        LOG.warning("could not load %s: %s", ref[0], exc)
+        LOG.warning("could not load %s: %s", ref.path, exc)
         st.error(f"Could not load the model {escape_md(name, 80)}: {escape_md(str(exc), 300)}")
         return None
 
@@ -268,7 +183,7 @@ def page() -> None:
     model, path = chosen_model(models, model, hub_text, policy)
     languages = language_picker(path)
     status, share = st.sidebar.container(), st.sidebar.container()
-    ref = model_ref(path, *languages)
+    ref = ModelRef(path, *languages)
     translator = load_translator(ref, device, model)
     source_lang, target_lang = model_languages(path) if translator is None else (
         translator.source_lang or "src", translator.target_lang or "tgt")
@@ -280,12 +195,13 @@ def page() -> None:
     follow_example_language(examples, source_lang)
     with st.expander("Sentence and decoding", expanded=False) if display.presenter else st.container():
         text, reference, beam = input_area(examples, source_lang, target_lang)
-    view = state.kept("view", VIEWS[0])
+    view = state.kept("view", next(iter(VIEWS)))
     try:
         if translator is None:
             return
-        wants_norm = state.kept("norm", False) is True and view in NORM_VIEWS
-        explain = wants_norm or view == "Attribution"         # explain=False (the default) costs nothing
+        shown = VIEWS.get(view)                               # None for a link's unknown view: the first opens
+        wants_norm = state.kept("norm", False) is True and shown is not None and shown.norm_switch
+        explain = wants_norm or (shown is not None and shown.needs_explain)   # explain=False costs nothing
         unavailable = explain_unavailable(translator) if explain else None
         explain = explain and not unavailable
         result = run_translation(ref, device, text, reference, beam, translator.config.max_source_len, explain)
@@ -297,15 +213,12 @@ def page() -> None:
         if result is not None:
             show_translation(result, target_lang, display)
             model_note(translator, result)
-            view = state.radio("View", VIEWS, "view", horizontal=True, label_visibility="collapsed")
-            context = dict(examples=examples, source_key=source_lang, text=text,
-                           translate_other=partial(translate_plain, ref, device, beam, explain=display.norm),
-                           model_path=path, attribution=partial(this_attribution, ref, device, text, beam, reference),
-                           attribution_average=partial(examples_attribution, ref, device, beam),
-                           variant=partial(run_variant, ref, device, text, beam, reference),
-                           example_stats=partial(examples_statistics, ref, device, beam))
+            view = state.radio("View", list(VIEWS), "view", horizontal=True, label_visibility="collapsed")
+            st.caption(VIEWS[view].explains)
+            context = ViewContext(result=result, display=display, examples=examples, source_key=source_lang,
+                                  text=text, reference=reference, model=ref, device=device, beam=beam)
             started = time.perf_counter()
-            figure = guarded(render_view, view, result, display, context)
+            figure = guarded(VIEWS[view].render, context)
             figure_seconds = time.perf_counter() - started
             # drawn only while open (Streamlit's lazy expander; opening it is one rerun): three
             # download buttons fewer on every run and in every new tab, where it starts closed

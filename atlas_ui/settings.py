@@ -28,9 +28,6 @@ FALLBACK_EXAMPLES = (
 KINDS = ("encoder_self", "decoder_self", "cross")
 KIND_LABELS = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention",
                "cross": "Cross-attention"}
-VIEWS = ("Heatmap", "Layer grid", "Overview", "Decoding steps", "Beam", "Head summary", "Rollout", "Ablation",
-         "Compare", "Masks", "Positional encodings", "Attribution")
-NORM_VIEWS = ("Heatmap", "Layer grid", "Overview", "Decoding steps", "Compare")   # have the norm-weighted switch
 IMPORTANT_HEADS = 3         # heads per kind marked as important (largest loss change in head_importance.json)
 
 

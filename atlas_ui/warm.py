@@ -26,10 +26,10 @@ def holds(key) -> bool:
     return held().get(key) is not None
 
 
-def translation_key(path, device: str, text: str, beam_size: int, target, head_mask: tuple = (),
+def translation_key(model, device: str, text: str, beam_size: int, target, head_mask: tuple = (),
                     explain: bool = False) -> str:
     """Names one cached translate() call; also the key of its figures."""
-    call = (path, device, text, beam_size, target, tuple(head_mask)) + ((True,) if explain else ())
+    call = (model, device, text, beam_size, target, tuple(head_mask)) + ((True,) if explain else ())
     return hashlib.sha1(repr(call).encode()).hexdigest()
 
 

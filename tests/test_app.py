@@ -18,8 +18,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from atlas_ui.backend import find_models
-from atlas_ui.settings import DEFAULT_MODEL, MAX_CHARS, VIEWS, models_dir
+from atlas_ui.catalogue import find_models
+from atlas_ui.settings import DEFAULT_MODEL, MAX_CHARS, models_dir
+from atlas_ui.views import VIEWS
 
 APP = str(ROOT / "app.py")
 MODELS = find_models(str(models_dir()))
@@ -284,7 +285,7 @@ def test_model_picker_and_a_broken_model(tmp_path, monkeypatch):
 
 
 def test_examples_file_and_its_fallback(tmp_path):
-    from atlas_ui.backend import load_examples
+    from atlas_ui.catalogue import load_examples
     from atlas_ui.settings import FALLBACK_EXAMPLES
     path = tmp_path / "examples.tsv"
     path.write_text('en\tde\tshows\nHi "there" <b>.\tHallo.\tquotes\n\n', encoding="utf-8")

@@ -119,7 +119,7 @@ def test_beam_view_tree_and_node_attention(translator):
     np.testing.assert_allclose(z_array(attention["data"][0]), out.attention.cross[0, 0], atol=1e-5)
     # another node: the attention of the pass that feeds that hypothesis
     step, index = 1, 1
-    from atlas_ui.views_analysis import beam_signature
+    from atlas_ui.views.beam import beam_signature
     at.session_state["beam_node"] = {"run": beam_signature(out), "node": [step, index]}
     at.run()
     check_clean(at, "other node")

@@ -15,7 +15,7 @@ import pytest
 
 import hf_tiny
 from test_app import MODELS, check_clean, new_app, specs
-from atlas_ui.settings import VIEWS
+from atlas_ui.views import VIEWS
 
 FAMILIES = ("marian", "t5", "nllb")
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,11 +40,12 @@ def test_sessions_opening_different_models_at_once_all_get_them(hf_models, loade
     not imported yet), plus a multilingual model's language list: every load succeeds, through the
     app's cached loader and through Translator.load alone. Without transformer/hf/load.py's
     FROM_PRETRAINED_LOCK two runs in three failed: from_pretrained is not thread-safe."""
-    load = ("get_translator((path, None, None), 'cpu')" if loader == "app" else "Translator.load(path, device='cpu')")
+    load = ("get_translator(ModelRef(path), 'cpu')" if loader == "app" else "Translator.load(path, device='cpu')")
     code = f"""
 import json, sys, threading
 sys.path.insert(0, {str(ROOT)!r})
-from atlas_ui.backend import get_translator, language_options
+from atlas_ui.backend import get_translator
+from atlas_ui.catalogue import ModelRef, language_options
 from transformer import Translator
 paths = [{str(hf_models / "marian")!r}, {str(hf_models / "nllb")!r}, {str(hf_models / "t5")!r}]
 start, errors, families, codes = threading.Barrier(4), [], [], []
@@ -92,7 +93,7 @@ def test_first_uses_of_transformers_from_many_threads_on_a_busy_machine(hf_model
 import json, sys, threading
 from pathlib import Path
 sys.path.insert(0, {str(ROOT)!r})
-from atlas_ui.backend import language_options
+from atlas_ui.catalogue import language_options
 import transformer.hf as hf
 from transformer import Translator
 from transformer.hf.load import _offline, read_config
@@ -218,14 +219,15 @@ def test_at_most_a_few_models_stay_loaded(tiny_dir, tmp_path):
     import gc
     import weakref
 
-    from atlas_ui.backend import get_translator, model_ref
+    from atlas_ui.backend import get_translator
+    from atlas_ui.catalogue import ModelRef
     from atlas_ui.settings import MAX_LOADED_MODELS
     get_translator.clear()
     alive = []
     for index in range(MAX_LOADED_MODELS + 2):
         folder = tmp_path / f"copy-{index}"
         shutil.copytree(tiny_dir, folder)
-        alive.append(weakref.ref(get_translator(model_ref(str(folder)), "cpu")))
+        alive.append(weakref.ref(get_translator(ModelRef(str(folder)), "cpu")))
     gc.collect()
     loaded = [ref() is not None for ref in alive]
     assert sum(loaded) == MAX_LOADED_MODELS, loaded

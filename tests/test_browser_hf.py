@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 import hf_tiny
-from atlas_ui.settings import VIEWS
+from atlas_ui.views import VIEWS
 from browser_utils import (NEEDS_BROWSER, TRANSLATION, open_page, pick_view, running_app, script_run,
                            wait_charts_drawn)
 

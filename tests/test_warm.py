@@ -29,8 +29,9 @@ def test_translation_keys_name_every_argument():
 
 
 def test_a_translation_is_held_under_its_key_while_cached():
-    from atlas_ui.backend import get_translator, model_ref
-    ref = model_ref("pretrained/en-de")
+    from atlas_ui.backend import get_translator
+    from atlas_ui.catalogue import ModelRef
+    ref = ModelRef("pretrained/en-de")
     get_translator(ref, "cpu")
     assert holds(model_key(ref, "cpu"))
     result = translate(ref, "cpu", "A dog runs on the beach.", 1, None, 2)

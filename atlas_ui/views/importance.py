@@ -10,9 +10,9 @@ import streamlit as st
 
 from viz import importance_figure, importance_frame, pruning_curve_figure, top_heads
 
-from .backend_explain import head_importance
-from .common import chart, escape_md, n_heads, n_layers
-from .settings import IMPORTANT_HEADS, KIND_LABELS
+from ..backend_explain import head_importance
+from ..common import chart, escape_md, n_heads, n_layers
+from ..settings import IMPORTANT_HEADS, KIND_LABELS
 
 NO_FILE = ("This model has no head_importance.json, so no head is marked as important "
            "(`python -m transformer analyze` writes one).")
@@ -34,8 +34,9 @@ class Importance:
         return [] if self.frame is None else top_heads(self.table(kind, "loss_change"), IMPORTANT_HEADS)
 
 
-def load_importance(path, result) -> Importance:
-    """The model's head importance checked against this run's shape; never raises."""
+def load_importance(path: str, result) -> Importance:
+    """The head importance of the model directory at `path`, checked against this run's shape;
+    never raises."""
     data, error = head_importance(path)
     if error:
         return Importance(None, None, "head_importance.json could not be read: " + escape_md(error, 200))
@@ -49,11 +50,6 @@ def load_importance(path, result) -> Importance:
     split = escape_md(str(data.get("split", "?")), 40)
     return Importance(frame, data, f"Outlined in red: the {IMPORTANT_HEADS} heads of this kind whose removal "
                                    f"raised the {split} loss most (head_importance.json).")
-
-
-def overview_marks(importance: Importance, result, kind: str) -> tuple[list, str]:
-    """(heads to outline, caption) for the Overview; no marks without a usable file."""
-    return importance.marked(kind), importance.note
 
 
 def importance_rows(importance: Importance, table: pd.DataFrame) -> pd.DataFrame:

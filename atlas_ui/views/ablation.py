@@ -5,9 +5,10 @@ import streamlit as st
 
 from viz.ablation import changed_count, diff_html, probability_change_figure, probability_change_table
 
-from . import state
-from .common import chart, escape_md, n_heads, n_layers
-from .settings import KIND_LABELS, KINDS
+from .. import state
+from ..common import chart, escape_md, n_heads, n_layers
+from ..settings import KIND_LABELS, KINDS
+from .base import View, ViewContext
 
 
 def _layer_key(kind: str, layer: int) -> str:
@@ -45,8 +46,10 @@ def head_picker(result) -> list:
                   for head in state.kept(_layer_key(kind, layer), []) or [])
 
 
-def ablation_view(result, display, run_variant):
-    """`run_variant(head_mask=(), pieces=None)` re-runs this sentence (pieces: forced output)."""
+def render(ctx: ViewContext):
+    """Re-runs this sentence with the ticked heads off (ctx.variant), and forced through the original
+    output on both sides."""
+    result, display = ctx.result, ctx.display
     st.caption("Tick heads to switch them off: that head's output is zeroed before the layer's output "
                "projection. The sentence is translated again with the same decoding, and the original "
                "output is forced through the ablated model to show how each piece's probability changed.")
@@ -54,7 +57,7 @@ def ablation_view(result, display, run_variant):
     if not mask:
         st.info("No head is switched off yet. Tick one or more heads above.")
         return None
-    ablated = run_variant(head_mask=mask)
+    ablated = ctx.variant(head_mask=mask)
     old, new = result.output_tokens, ablated.output_tokens
     changed = max(changed_count(old, new), changed_count(new, old))
     st.markdown(f"**{len(mask)} head{'s' if len(mask) != 1 else ''} off** · "
@@ -71,8 +74,8 @@ def ablation_view(result, display, run_variant):
         st.markdown(diff_html(old, new, side="new", show_space=display.show_space), unsafe_allow_html=True)
 
     # Both runs forced through the same pieces, so step t means the same thing on both sides.
-    base = run_variant(pieces=tuple(old))
-    forced = run_variant(head_mask=mask, pieces=tuple(old))
+    base = ctx.variant(pieces=tuple(old))
+    forced = ctx.variant(head_mask=mask, pieces=tuple(old))
     before, after = base.probs(), forced.probs()
     fig = probability_change_figure(old, before, after, show_space=display.show_space,
                                     title="Probability of each original piece, original vs heads off")
@@ -84,3 +87,10 @@ def ablation_view(result, display, run_variant):
     st.dataframe(table, hide_index=True, key="ablation_table", column_config={
         name: st.column_config.NumberColumn(format="%.4f") for name in ("original", "ablated", "change")})
     return fig
+
+
+VIEW = View(
+    name="Ablation", title="Switch heads off",
+    explains="Tick heads to switch them off: the sentence is translated again without them, and the chart "
+             "shows how much each original output piece lost or gained in probability.",
+    render=render)

@@ -1,0 +1,24 @@
+"""The views, by name, in the order the picker shows them. A view is one module declaring one
+`View` (views/base.py) plus one line here; `name` is what share links carry (`view=`)."""
+from __future__ import annotations
+
+from . import (ablation, attribution, beam, compare, decoding_steps, head_summary, heatmap, layer_grid, masks,
+               overview, positional_encodings, rollout)
+from .base import View, ViewContext
+
+VIEWS: dict[str, View] = {view.name: view for view in (
+    heatmap.VIEW,
+    layer_grid.VIEW,
+    overview.VIEW,
+    decoding_steps.VIEW,
+    beam.VIEW,
+    head_summary.VIEW,
+    rollout.VIEW,
+    ablation.VIEW,
+    compare.VIEW,
+    masks.VIEW,
+    positional_encodings.VIEW,
+    attribution.VIEW,
+)}
+
+__all__ = ["VIEWS", "View", "ViewContext"]

@@ -1,0 +1,83 @@
+"""What a view is (View) and everything one view's render gets (ViewContext).
+
+A view is one module with one View; the registry (views/__init__.py) lists them. Views get the
+run on screen and ask the context for more (another sentence, an ablated run, the attribution)
+instead of each taking its own mix of arguments."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from ..backend import example_statistics, translate
+from ..backend_explain import attribution, attribution_average
+from ..catalogue import ModelRef
+from ..common import Display
+from ..result import Result
+from ..settings import MAX_CHARS, max_concurrent
+
+
+@dataclass(frozen=True)
+class ViewContext:
+    """The run on screen and how it was made: enough to draw it and to ask for related runs
+    (same model, device and decoding). One per page run; views never change it."""
+    result: Result
+    display: Display
+    examples: list                 # example rows (dicts by language code) for this model
+    source_key: str                # the examples' column of the model's source language
+    text: str                      # the input sentence
+    reference: str                 # the reference translation ("" when none is forced)
+    model: ModelRef
+    device: str
+    beam: int                      # beam size asked for (1: greedy)
+
+    @property
+    def target(self) -> str | None:
+        return self.reference if self.reference.strip() else None
+
+    def example_texts(self) -> tuple:
+        """The example sentences in the source language (for the averages over the examples)."""
+        return tuple(row[self.source_key] for row in self.examples if row.get(self.source_key))
+
+    def translate_other(self, text: str) -> Result:
+        """A second sentence with the same model and decoding, no reference (Masks and Compare)."""
+        with st.spinner("Translating the other sentence…"):
+            # explain only when True: st.cache_resource keys on the arguments as passed, so an explicit
+            # explain=False would cache the same translation a second time
+            return translate(self.model, self.device, text[:MAX_CHARS], self.beam, None, max_concurrent(),
+                             **({"explain": True} if self.display.norm else {}))
+
+    def variant(self, head_mask: tuple = (), pieces: tuple | None = None) -> Result:
+        """This sentence again: with heads switched off, and/or forced through the given pieces."""
+        target = pieces if pieces is not None else self.target
+        return translate(self.model, self.device, self.text[:MAX_CHARS], 1 if target else self.beam, target,
+                         max_concurrent(), tuple(head_mask))
+
+    def example_stats(self) -> dict:
+        """kind -> head statistics averaged over the example sentences."""
+        return example_statistics(self.model, self.device, self.example_texts(), self.beam, max_concurrent())
+
+    def attribution(self) -> dict:
+        """The Attribution view's numbers for the run on screen (same decoding and reference)."""
+        target = self.target
+        with st.spinner("Comparing the methods and running the perturbation test…"):
+            return attribution(self.model, self.device, self.text[:MAX_CHARS], 1 if target else self.beam, target,
+                               max_concurrent())
+
+    def attribution_average(self) -> dict:
+        """The attribution's perturbation summary and correlations over the example sentences."""
+        return attribution_average(self.model, self.device, self.example_texts(), self.beam, max_concurrent())
+
+
+@dataclass(frozen=True)
+class View:
+    """One view of the run. `name` is what the picker shows and share links carry (`view=`), so
+    it never changes once released."""
+    name: str
+    title: str                     # a longer name, saying which part of the model it shows
+    explains: str                  # one sentence for a newcomer: what the picture shows
+    render: Callable[[ViewContext], go.Figure | None]   # draws the view; its main figure (for export) or None
+    norm_switch: bool = False      # has the raw / norm-weighted switch (the run is made with explain=True)
+    needs_explain: bool = False    # always needs the explained run (norm, ALTI+, saliency)

@@ -1,0 +1,71 @@
+"""Beam: the hypotheses beam search kept at each step, and the attention behind any of them."""
+from __future__ import annotations
+
+from functools import partial
+
+import streamlit as st
+
+from viz.beam import beam_path, beam_selection, beam_table, beam_tree_figure
+
+from .. import state
+from ..common import chart, heat_height, pick_cross_head
+from .base import View, ViewContext
+from .shared import head_heatmap
+
+
+def beam_signature(result) -> str:
+    """Which run a picked node belongs to: a node picked for one sentence means nothing for another."""
+    return " ".join(result.source_tokens) + " → " + " ".join(result.output_tokens)
+
+
+def _on_node_pick(key: str, signature: str) -> None:
+    event = st.session_state.get(key) or {}
+    picked = beam_selection((event.get("selection") or {}).get("points", []))
+    if picked is not None:
+        st.session_state["beam_node"] = {"run": signature, "node": list(picked)}
+
+
+def _switch_to_beam() -> None:
+    state.put("decoding", "Beam search")
+
+
+def render(ctx: ViewContext):
+    """The hypotheses kept at each step; a picked node shows the attention that produced its piece."""
+    result, display = ctx.result, ctx.display
+    if result.beam is None:
+        reason = "a reference translation is forced" if result.forced else "decoding is greedy"
+        st.info(f"The beam view needs beam search, but {reason}. Choose “Beam search” above"
+                + (" and clear the reference." if result.forced else "."))
+        if not result.forced:
+            st.button("Use beam search", key="beam_switch", on_click=_switch_to_beam)
+        return None
+    fig = beam_tree_figure(result.beam, result.beam_final, show_space=display.show_space,
+                           title=f"Beam search: {len(result.beam)} steps, the returned hypothesis highlighted")
+    signature = beam_signature(result)
+    chart(fig, "beam_tree", on_select=partial(_on_node_pick, "beam_tree", signature), selection_mode="points")
+    path = beam_path(result.beam, result.beam_final)
+    picked = st.session_state.get("beam_node")
+    node = picked.get("node") if isinstance(picked, dict) and picked.get("run") == signature else None
+    if not (isinstance(node, list) and len(node) == 2 and 0 <= node[0] < len(result.beam)
+            and 0 <= node[1] < len(result.beam[node[0]])):
+        node = list(path[-1])            # by default, the returned hypothesis
+    step, index = node
+    pieces, score, _, finished = result.beam[step][index]
+    on_path = (step, index) in path
+    st.markdown(f"**Node: step {step + 1}, hypothesis {index}** · score {score:.3f}"
+                + (" · finished" if finished else "") + (" · on the returned path" if on_path else ""))
+    st.caption("Click a node in the tree to pick it. Below: the cross-attention of a pass that feeds this "
+               "hypothesis's pieces; its last row is the step that chose the node's piece.")
+    layer, head, average = pick_cross_head(result, "Average over heads", "avg_heads")
+    node_run = ctx.variant(pieces=tuple(pieces))
+    head_heatmap(node_run, display, "cross", layer, None if average else head, "beam_node_attention",
+                  height=heat_height(len(pieces) + 4))
+    st.dataframe(beam_table(result.beam, result.beam_final), hide_index=True, key="beam_table")
+    return fig
+
+
+VIEW = View(
+    name="Beam", title="Beam search",
+    explains="The tree of partial translations beam search kept at each step, with the one it returned "
+             "highlighted; pick a node to see the attention that produced its last piece.",
+    render=render)

@@ -1,0 +1,68 @@
+"""Decoding steps: one output step at a time, its candidates and the attention that chose it."""
+from __future__ import annotations
+
+import numpy as np
+import streamlit as st
+
+from viz import attention_heatmap, merge_keys, topk_bar_figure
+
+from ..common import (chart, heat_height, n_heads, norm_caption, norm_switch, pick_cross_head, step_nav,
+                      value_options)
+from ..views_explain import step_contributions
+from .base import View, ViewContext
+
+
+def render(ctx: ViewContext):
+    """With an explained run, also the step's ALTI+ source/prefix contributions."""
+    result, display = ctx.result, ctx.display
+    norm = norm_switch(display)
+    steps = result.steps
+    t = step_nav(len(steps), display.presenter)
+    token, prob, top_k = steps[t]
+    prefix = result.target_tokens[: t + 1]
+    counter = "" if display.presenter else f"Step {t + 1} of {len(steps)}\n"    # presenter: a heading says it
+    st.text(f"{counter}Prefix fed: {' '.join(prefix)}\nChosen piece: {token}   p = {prob:.3f}")
+    layer, head, all_heads = pick_cross_head(result, "All heads of the layer", "step_all_heads")
+    left, right = st.columns([2, 3])
+    with left:
+        chart(topk_bar_figure(top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}",
+                              show_space=display.show_space), "step_topk")
+    heads = list(range(n_heads(result))) if all_heads else [head]
+    rows = [f"head {h}" for h in heads] if all_heads else [f"step {t + 1} → {token}"]   # never hidden
+    row_title = "Head" if all_heads else "Query"
+    where = f"layer {layer} · " + ("all heads" if all_heads else f"head {head}")
+    values = result.norm if norm else result.attention                         # norm-weighted or raw
+    cross = values["cross"][layer, heads, t, :]                                 # (rows, S)
+    self_att = values["decoder_self"][layer, heads, t, : t + 1]                 # (rows, t + 1)
+    source = result.source_tokens
+    if display.words:       # merge the key pieces into words; each row is one step or one head
+        cross, source = merge_keys(cross, source)
+        self_att, prefix = merge_keys(self_att, prefix)
+    options = dict(normalize=display.normalize, show_space=display.show_space,
+                   hide_special=display.hide_special, query_title=row_title, height=heat_height(len(rows), 220))
+    scales = {kind: widened_scale(value_options(result, display, kind), part)
+              for kind, part in (("cross", cross), ("decoder_self", self_att))}
+    what = " · norm-weighted" if norm else ""
+    cross_fig = attention_heatmap(cross, rows, source, f"Cross-attention over the source · {where}{what}",
+                                  **options, **scales["cross"])
+    with right:
+        chart(cross_fig, "step_cross")
+        chart(attention_heatmap(self_att, rows, prefix, f"Decoder self-attention over the prefix · {where}{what}",
+                                **options, **scales["decoder_self"]), "step_self")
+    norm_caption(norm, cross_fig, display.normalize)
+    step_contributions(result, display, t)          # draws nothing for a run without contributions
+    return cross_fig
+
+
+def widened_scale(options: dict, shown) -> dict:
+    """The kind's norm-weighted colour scale, widened if merged words add up to more."""
+    if options and np.size(shown):
+        options = {**options, "zmax": max(options["zmax"], float(np.max(shown)))}
+    return options
+
+
+VIEW = View(
+    name="Decoding steps", title="The translation, one output piece at a time",
+    explains="Step through the output: the pieces the model considered at each step, and which source "
+             "and earlier output pieces it attended to when it picked one.",
+    render=render, norm_switch=True)

@@ -1,0 +1,85 @@
+"""Head summary: statistics of every head (entropy, distance, ...) and, when measured, importance."""
+from __future__ import annotations
+
+from functools import partial
+
+import pandas as pd
+import streamlit as st
+
+from viz import statistic_figure
+from viz.stats import STAT_COLUMNS
+
+from .. import state
+from ..common import chart, n_heads, n_layers, pick_kind
+from ..result import kind_statistics
+from .base import View, ViewContext
+from .importance import importance_rows, importance_section, load_importance
+from .shared import focus_on, focus_panel, on_tile_pick
+
+SCOPES = ("This sentence", "All examples")
+
+
+def statistics_table(frames: dict) -> pd.DataFrame:
+    """One sortable table of every head of every kind."""
+    parts = [frame.assign(kind=kind) for kind, frame in frames.items()]
+    table = pd.concat(parts, ignore_index=True)
+    first = ["kind", "layer", "head"]
+    return table[first + [c for c in table.columns if c not in first]]
+
+
+def _on_table_pick(key: str, table: pd.DataFrame) -> None:
+    rows = (st.session_state.get(key) or {}).get("selection", {}).get("rows", [])
+    if rows and 0 <= rows[0] < len(table):
+        row = table.iloc[rows[0]]
+        focus_on(int(row["layer"]), int(row["head"]), kind=str(row["kind"]))
+
+
+def render(ctx: ViewContext):
+    """Entropy, distance, max weight, special and diagonal share per head; click a head to open it.
+    With the model's head_importance.json, its importance too."""
+    result, display = ctx.result, ctx.display
+    example_count = len(ctx.example_texts())
+    importance = load_importance(ctx.model.path, result)
+    scope = state.radio("Statistics of", SCOPES, "stats_scope", horizontal=True,
+                        format_func=lambda s: s if s == SCOPES[0] else f"All {example_count} examples",
+                        help="Averaged over the example sentences: each sentence translated with the "
+                             "current model and decoding, its statistics computed, then averaged.")
+    if scope == SCOPES[0]:
+        frames = kind_statistics(result)
+    else:
+        with st.spinner(f"Translating the {example_count} examples…"):
+            frames = ctx.example_stats()
+        if not frames:
+            st.info("There are no example sentences to average over.")
+            frames = kind_statistics(result)
+    kind = pick_kind()
+    columns = st.columns(3)
+    main = None
+    for index, column in enumerate(STAT_COLUMNS):
+        fig = statistic_figure(frames[kind], column)
+        key = f"stat_{kind}_{column}"
+        with columns[index % 3]:
+            chart(fig, key, on_select=partial(on_tile_pick, key, n_layers(result, kind), n_heads(result)),
+                  selection_mode="points")
+        main = main or fig
+    if kind == "cross":
+        st.caption("Cross-attention has no diagonal (queries are target pieces, keys are source pieces).")
+    st.caption("Click a cell, or select a row of the table, to open that head below. "
+               "Sort the table by clicking a column header.")
+    table = statistics_table(frames)
+    table = importance_rows(importance, table)
+    number = st.column_config.NumberColumn(format="%.3f")
+    st.dataframe(table, hide_index=True, key="stats_table", on_select=partial(_on_table_pick, "stats_table", table),
+                 selection_mode="single-row", column_config={
+                     c: number for c in (*STAT_COLUMNS, "michel")} | {
+                     "loss_change": st.column_config.NumberColumn(format="%.4f")})
+    importance_section(importance, kind, on_tile_pick)
+    focus_panel(result, display, kind, "stats_focus")
+    return main
+
+
+VIEW = View(
+    name="Head summary", title="Statistics of every head",
+    explains="One number per head (how spread out, how far back, how much on special pieces) for every "
+             "layer, so heads that behave alike stand out; click one to open it.",
+    render=render)

@@ -1,0 +1,36 @@
+"""Layer grid: every head of one layer, side by side; a click opens one large."""
+from __future__ import annotations
+
+import streamlit as st
+
+from viz import head_grid_figure
+
+from ..common import norm_caption, norm_switch, pick_kind, pick_layer, value_options, weights_for
+from ..settings import KIND_LABELS
+from .base import View, ViewContext
+from .shared import clickable_tiles
+
+
+def render(ctx: ViewContext):
+    result, display = ctx.result, ctx.display
+    norm = norm_switch(display)
+    columns = st.columns(2)
+    with columns[0]:
+        kind = pick_kind()
+    with columns[1]:
+        layer = pick_layer(result, kind)
+    weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
+    fig = head_grid_figure(weights[layer], queries, keys, f"{KIND_LABELS[kind]} · layer {layer} · all heads"
+                           + (" · norm-weighted" if norm else ""), normalize=display.normalize,
+                           show_space=display.show_space, layer=layer,
+                           **value_options(result, display, kind, weights))
+    norm_caption(norm, fig, display.normalize)
+    clickable_tiles(fig, f"grid_{kind}_{layer}", result, display, kind, fixed_layer=layer)
+    return fig
+
+
+VIEW = View(
+    name="Layer grid", title="Every head of one layer",
+    explains="One small map per head of the chosen layer, so you can see that heads of the same layer "
+             "look at quite different pieces.",
+    render=render, norm_switch=True)

@@ -1,0 +1,81 @@
+"""Masks: which positions attention may look at (padding, causal, both), alone and in a padded batch."""
+from __future__ import annotations
+
+import streamlit as st
+
+from transformer.masks import causal_mask, decoder_mask, padding_mask
+from viz import batch_padding_figure, mask_figure
+
+from ..common import chart, escape_md
+from ..settings import FALLBACK_EXAMPLES
+from .base import View, ViewContext
+
+MASK_TEXT = {
+    "padding": "**Source padding mask.** A query may attend only to real source pieces: the `<pad>` "
+               "positions that fill a batch up to its longest sentence are blocked "
+               "(grey = blocked, blue = may attend).",
+    "causal": "**Causal mask.** Decoder step t may look only at the pieces fed so far (positions ≤ t), "
+              "never at pieces it has not produced yet.",
+    "combined": "**Combined decoder mask.** Decoder self-attention applies both: a key is visible only if "
+                "it is in the past *and* is a real piece, not padding.",
+}
+
+
+def batch_sentences(examples: list, source_key: str, current: str, count: int = 2) -> list:
+    """Two other sentences for the padded batch: examples first, then the built-in ones."""
+    others = [row[source_key] for row in examples if row.get(source_key) and row[source_key] != current]
+    fallback = [row["en"] for row in FALLBACK_EXAMPLES if row["en"] != current]
+    return (others + fallback)[:count]
+
+
+def render(ctx: ViewContext):
+    """This sentence's masks, then a padded batch of it and two examples."""
+    result = ctx.result
+    sentences = batch_sentences(ctx.examples, ctx.source_key, ctx.text)
+    batch = [("this sentence", result)] + [(f"example {i + 1}", ctx.translate_other(sentence))
+                                           for i, sentence in enumerate(sentences)]
+    S, T = len(result.source_tokens), len(result.output_tokens)
+    st.subheader("This sentence")
+    columns = st.columns(3)
+    figures = [
+        ("padding", mask_figure(result.source_padding, None, result.source_tokens,
+                                "Source padding mask")),
+        ("causal", mask_figure(causal_mask(T), result.output_tokens, result.target_tokens, "Causal mask")),
+        ("combined", mask_figure(decoder_mask([T], T)[0], result.output_tokens, result.target_tokens,
+                                 "Combined decoder mask")),
+    ]
+    for column, (name, fig) in zip(columns, figures):
+        with column:
+            chart(fig, f"mask_{name}")
+            st.markdown(MASK_TEXT[name])
+    st.caption(f"Alone, this sentence has no padding (all {S} source pieces are real), so its combined mask "
+               "equals the causal one. The padded batch below shows the difference.")
+
+    st.subheader("A padded batch: this sentence and two examples")
+    labels = [label for label, _ in batch]
+    source_lengths = [len(r.source_tokens) for _, r in batch]
+    target_lengths = [len(r.output_tokens) for _, r in batch]
+    S_max, T_max = max(source_lengths), max(target_lengths)
+    chart(batch_padding_figure(padding_mask(source_lengths, S_max), labels, [str(i) for i in range(S_max)],
+                              f"Source padding mask of the batch (padded to {S_max} pieces)"), "mask_batch_padding")
+    st.markdown(MASK_TEXT["padding"])
+    named = zip([label for label, _ in batch[1:]], sentences)
+    st.caption(" · ".join(f"{escape_md(label)}: {escape_md(text, 80)}" for label, text in named)
+               + ". The decoder masks below use each translation's length.")
+    combined = decoder_mask(target_lengths, T_max)
+    positions = [str(i) for i in range(T_max)]
+    columns = st.columns(len(batch))
+    for index, (column, label) in enumerate(zip(columns, labels)):
+        with column:
+            chart(mask_figure(combined[index], positions, positions,
+                              f"{label}: {target_lengths[index]} of {T_max} real"),
+                  f"mask_batch_decoder_{index}")
+    st.markdown(MASK_TEXT["combined"])
+    return figures[2][1]
+
+
+VIEW = View(
+    name="Masks", title="Attention masks",
+    explains="Grey cells are positions attention may not look at: padding that fills up a batch, and "
+             "output pieces the decoder has not written yet.",
+    render=render)

@@ -1,0 +1,36 @@
+"""Overview: every layer × every head of one kind of attention, the important heads outlined."""
+from __future__ import annotations
+
+import streamlit as st
+
+from viz import overview_figure
+
+from ..common import norm_caption, norm_switch, pick_kind, value_options, weights_for
+from ..settings import KIND_LABELS
+from .base import View, ViewContext
+from .importance import load_importance
+from .shared import clickable_tiles
+
+
+def render(ctx: ViewContext):
+    result, display = ctx.result, ctx.display
+    norm = norm_switch(display)
+    kind = pick_kind()
+    weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
+    importance = load_importance(ctx.model.path, result)          # head_importance.json: heads to outline
+    marked, note = importance.marked(kind), importance.note
+    fig = overview_figure(weights, queries, keys, f"{KIND_LABELS[kind]}: every layer × every head"
+                          + (" · norm-weighted" if norm else ""), normalize=display.normalize,
+                          kind_label=KIND_LABELS[kind], show_space=display.show_space, marked=marked,
+                          **value_options(result, display, kind, weights))
+    st.caption("Rows of tiles are layers, columns are heads." + (" " + note if note else ""))
+    norm_caption(norm, fig, display.normalize)
+    clickable_tiles(fig, f"overview_{kind}", result, display, kind)
+    return fig
+
+
+VIEW = View(
+    name="Overview", title="Every layer and every head",
+    explains="A tiny map for every head of every layer, so you can spot at a glance which heads look at "
+             "neighbours, at the start or end of the sentence, or at one particular piece.",
+    render=render, norm_switch=True)

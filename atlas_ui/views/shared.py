@@ -1,0 +1,94 @@
+"""Parts several views draw: one head as a large heatmap, and tiled heads that open a head on
+click (with undo). The decoding-step navigator is common.step_nav."""
+from __future__ import annotations
+
+from functools import partial
+
+import streamlit as st
+
+from viz import attention_heatmap, overview_selection
+
+from .. import state
+from ..common import (chart, head_title, heat_height, n_heads, n_layers, pick_head, pick_layer, shared_figure,
+                      shows_norm, value_options, weights_for)
+
+
+def head_heatmap(result, display, kind, layer, head, key, height=None):
+    """One head (or the mean over heads when head is None) as a large heatmap: its weights, or its
+    norm-weighted values when the display asks for them and the run has them."""
+    norm = shows_norm(result, display)
+
+    def build():
+        weights, queries, keys = weights_for(result, kind, display.words, norm=norm)
+        matrix = weights[layer].mean(axis=0) if head is None else weights[layer, head]
+        title = head_title(kind, layer, head) + (" · norm-weighted" if norm else "")
+        return attention_heatmap(matrix, queries, keys, title, normalize=display.normalize,
+                                 show_space=display.show_space, hide_special=display.hide_special,
+                                 height=height or heat_height(len(queries)),
+                                 **value_options(result, display, kind, weights))
+
+    fig = shared_figure(result, ("head", kind, layer, head, display, height), build)
+    chart(fig, key)
+    return fig
+
+
+def clickable_tiles(fig, chart_key: str, result, display, kind: str, fixed_layer: int | None = None):
+    """Tiled heads with a click that opens a head large below; selectors do the same by keyboard."""
+    chart(fig, chart_key, on_select=partial(on_tile_pick, chart_key, n_layers(result, kind), n_heads(result)),
+          selection_mode="points")
+    st.caption("Click a tile to open that head below, or pick it with the selectors.")
+    focus_panel(result, display, kind, f"{chart_key}_focus", fixed_layer)
+
+
+def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = None):
+    """The head a click opened, large, with layer/head selectors and an undo button."""
+    columns = st.columns([2, 2, 1])
+    with columns[0]:
+        layer = pick_layer(result, kind) if fixed_layer is None else fixed_layer
+    with columns[1]:
+        head = pick_head(result)
+    undo_focus_button(columns[2])
+    return head_heatmap(result, display, kind, layer, head, key)
+
+
+FOCUS_HISTORY = "_focus_history"     # (layer, head) before each click on a tile, newest last
+
+
+def on_tile_pick(chart_key: str, layers: int, heads: int) -> None:
+    event = st.session_state.get(chart_key)
+    try:
+        points = event["selection"]["points"]
+    except (KeyError, TypeError):
+        return
+    picked = overview_selection(points, n_heads=heads)
+    if picked is not None and 0 <= picked[0] < layers and 0 <= picked[1] < heads:
+        focus_on(*picked)
+
+
+def focus_on(layer: int, head: int, kind: str | None = None) -> None:
+    """Open a head (from a click), remembering the one it replaces so the click can be undone."""
+    history = st.session_state.setdefault(FOCUS_HISTORY, [])
+    history.append((state.kept("kind", "encoder_self"), state.kept("layer", 0), state.kept("head", 0)))
+    del history[:-20]
+    if kind is not None:
+        state.put("kind", kind)
+    state.put("layer", int(layer))
+    state.put("head", int(head))
+    state.put("avg_heads", False)
+
+
+def undo_focus() -> None:
+    history = st.session_state.get(FOCUS_HISTORY) or []
+    if history:
+        kind, layer, head = history.pop()
+        state.put("kind", kind)
+        state.put("layer", layer)
+        state.put("head", head)
+
+
+def undo_focus_button(column) -> None:
+    """Focus set by a click can be undone: back to the head shown before it."""
+    history = st.session_state.get(FOCUS_HISTORY) or []
+    label = "↩ Undo focus" + (f" (layer {history[-1][1]}, head {history[-1][2]})" if history else "")
+    column.button(label, key="undo_focus", on_click=undo_focus, disabled=not history,
+                  help="Go back to the head that was open before the last click on a tile.")
