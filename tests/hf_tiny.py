@@ -229,14 +229,15 @@ def randomise_biases(folder: Path, seed: int = 0, std: float = 0.3) -> Path:
 
 def t5_v11(folder: Path, out: Path, seed: int = 7) -> Path:
     """A T5 v1.1-style model beside a tiny T5: the same config and tokenizer but a gated-gelu
-    feed-forward and an untied lm_head (so no d_model^-0.5 on the decoder output); fresh weights."""
+    feed-forward, no d_model^-0.5 on the decoder output, and heads × d_kv (48) unequal to d_model
+    (32), as in t5-v1_1-small (6 × 64 vs 512); fresh weights."""
     import shutil
     from transformers import T5Config, T5ForConditionalGeneration
     shutil.copytree(folder, out)
     settings = T5Config.from_pretrained(folder).to_dict()
     for derived in ("dense_act_fn", "is_gated_act", "scale_decoder_outputs", "architectures", "transformers_version"):
         settings.pop(derived, None)
-    settings.update(feed_forward_proj="gated-gelu", tie_word_embeddings=False)
+    settings.update(feed_forward_proj="gated-gelu", tie_word_embeddings=False, num_heads=6)
     torch.manual_seed(seed)
     T5ForConditionalGeneration(T5Config(**settings)).save_pretrained(out)
     return out

@@ -1,7 +1,7 @@
 """translate(explain=True) for T5: RMSNorm, relative position bias, unscaled scores, no biases,
 relu or gated-gelu feed-forward. Tiny models (random weights, saved, loaded back), one like T5
 (relu, decoder output scaled by d_model^-0.5) and one like T5 v1.1 (gated-gelu, no output scale,
-random RMSNorm gains)."""
+heads × d_kv unequal to d_model, random RMSNorm gains)."""
 import numpy as np
 import pytest
 import torch
@@ -22,7 +22,10 @@ def t5(tmp_path_factory):
     root = tmp_path_factory.mktemp("t5_explain")
     folder = build("t5", root)
     folders = {"t5": folder, "t5_v11": randomise_biases(t5_v11(folder, root / "v11"))}
-    return {name: Translator.load(f, device="cpu", source_lang="en", target_lang="de") for name, f in folders.items()}
+    loaded = {name: Translator.load(f, device="cpu", source_lang="en", target_lang="de") for name, f in folders.items()}
+    c = loaded["t5_v11"].config
+    assert c.n_heads * c.d_head != c.d_model and loaded["t5_v11"].model.config.is_gated_act
+    return loaded
 
 
 def _sublayers(model):

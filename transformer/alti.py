@@ -74,7 +74,7 @@ def attend(a: Attention, q_in, kv_in, mask, gate):
     context = weights @ v                                                             # (B, H, Tq, dh)
     if gate is not None:
         context = context * gate.to(context.dtype).view(1, -1, 1, 1)
-    out = F.linear(context.transpose(1, 2).reshape(B, Tq, D), a.out.weight, a.out.bias)
+    out = F.linear(context.transpose(1, 2).reshape(B, Tq, -1), a.out.weight, a.out.bias)   # H·dh may not be D (T5)
     return out, weights, v
 
 
