@@ -16,7 +16,7 @@ from .backend_explain import explain_unavailable
 from .catalogue import ModelRef, file_stamps, find_models, load_examples, model_languages
 from .common import Display, escape_md
 from .hub_policy import HubPolicy, HubRefused, open_hub, read_policy, resolved
-from .inputs import input_area, language_picker, show_status, sidebar
+from .inputs import input_area, language_note, language_picker, show_status, sidebar
 from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
                        REAL_MODEL_HINT, extra_models, max_concurrent, models_dir, torch_threads)
 from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
@@ -86,7 +86,7 @@ def show_translation(result, target_lang: str, display: Display) -> None:
     by what it shows rather than by position."""
     title = f"Translation ({target_lang})" + (", forced to the reference" if result.forced else "")
     with st.container(key="translation"):
-        st.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: darker = less sure.")
+        st.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: orange = less sure.")
         # st.text, not st.code: st.code loads a 1.5 MB syntax highlighter on every new tab, which
         # delayed the first chart by 0.7-1.3 s (benchmarks/bench_first_paint.py)
         st.text(result.text or " ")
@@ -211,6 +211,7 @@ def page() -> None:
             display = replace(display, norm=wants_norm and result.explained, explain_note=unavailable or "")
         figure_seconds = None
         if result is not None:
+            language_note(translator, text, models, model)
             show_translation(result, target_lang, display)
             model_note(translator, result)
             view = state.radio("View", list(VIEWS), "view", horizontal=True, label_visibility="collapsed")

@@ -11,7 +11,7 @@ from typing import Callable
 import plotly.graph_objects as go
 import streamlit as st
 
-from ..backend import example_statistics, translate
+from ..backend import example_statistics, get_translator, translate
 from ..backend_explain import attribution, attribution_average
 from ..catalogue import ModelRef
 from ..common import Display
@@ -54,6 +54,10 @@ class ViewContext:
         target = pieces if pieces is not None else self.target
         return translate(self.model, self.device, self.text[:MAX_CHARS], 1 if target else self.beam, target,
                          max_concurrent(), tuple(head_mask))
+
+    def positional_table(self, positions: int):
+        """(positions, d_model): what the model's encoder adds at positions 0..positions-1."""
+        return get_translator(self.model, self.device).positional_table(positions)
 
     def example_stats(self) -> dict:
         """kind -> head statistics averaged over the example sentences."""

@@ -11,6 +11,7 @@ from ..common import chart, escape_md
 from .base import View, ViewContext
 
 
+CLASSIC_POSITIONS = 64      # rows of the positional-encoding picture, whatever the sentence's length
 PE_TEXT = {
     "sinusoidal": ("Sinusoidal positional encoding", "Each row is one position, each column one dimension: sines "
                    "and cosines of falling frequency, added to the token embeddings so that attention can tell "
@@ -48,13 +49,16 @@ def render(ctx: ViewContext):
     pe = np.asarray(result.positional_encoding[:S])
     tokens = result.source_tokens
     name, text = PE_TEXT.get(result.positional_kind, PE_TEXT["sinusoidal"])
+    # the classic picture: many more positions than one sentence has, this sentence's outlined
+    table = np.asarray(ctx.positional_table(max(CLASSIC_POSITIONS, S)))           # (P, D)
     columns = st.columns(2)
-    main = positional_encoding_figure(pe, tokens, f"{name} ({S} positions)")
+    main = positional_encoding_figure(table, title=f"{name}: {table.shape[0]} positions", sentence=tokens)
     with columns[0]:
         chart(main, "pe_matrix")
         st.caption(text)
     with columns[1]:
-        chart(position_similarity_figure(pe, tokens, "Dot-product similarity between positions"), "pe_similarity")
+        chart(position_similarity_figure(table, None, f"Dot-product similarity between the {table.shape[0]} "
+                                                      "positions"), "pe_similarity")
         st.caption("Nearby positions have similar encodings; the similarity falls off with distance.")
     columns = st.columns(2)
     embeddings = np.asarray(result.source_embeddings)
