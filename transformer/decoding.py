@@ -22,18 +22,22 @@ def length_normalizer(length: int, length_penalty: float) -> float:
 
 
 @torch.no_grad()
-def greedy_decode(model: Transformer, source, source_keep, max_len: int, gates=None):
-    """Batched greedy decoding. Returns (tokens (B, T) padded with PAD, step logits list[(B, V)])."""
+def greedy_decode(model: Transformer, source, source_keep, max_len: int, gates=None, prefix=None):
+    """Batched greedy decoding. Returns (tokens (B, T) padded with PAD, step logits list[(B, V)]).
+
+    prefix: output ids forced at the first steps (every row), fed through the same cached loop,
+    so their logits are the model's own for them; argmax takes over after the prefix."""
     memory = model.encode(source, source_keep, gates)                       # (B, S, D)
     B = source.shape[0]
     cache = model.new_cache()
     last = torch.full((B,), BOS_ID, dtype=torch.long, device=source.device)
     finished = torch.zeros(B, dtype=torch.bool, device=source.device)
     produced, step_logits = [], []
+    forced = len(prefix) if prefix else 0
     for position in range(max_len):
         logits = model.decode_step(last, position, memory, source_keep, cache, gates)   # (B, V)
         step_logits.append(logits)
-        token = logits.argmax(-1)
+        token = logits.argmax(-1) if position >= forced else torch.full_like(last, int(prefix[position]))
         token = torch.where(finished, torch.full_like(token, PAD_ID), token)
         produced.append(token)
         finished |= token == EOS_ID
@@ -58,16 +62,33 @@ class BeamResult:
     final: tuple | None = None           # (step, index) of the returned hypothesis in history
 
 
+def prefix_history(prefix: list, finished_at_end: bool) -> list[list[Hypothesis]]:
+    """Beam history of forced prefix steps: one hypothesis per step (the prefix so far), score and
+    log_prob 0 (given, not scored), parent None at step 0 and 0 after."""
+    return [[Hypothesis(list(prefix[: t + 1]), 0.0, None if t == 0 else 0,
+                        finished_at_end and t == len(prefix) - 1, 0.0)] for t in range(len(prefix))]
+
+
 @torch.no_grad()
 def beam_search(model: Transformer, source, source_keep, beam_size: int, max_len,
-                length_penalty: float = 1.0, gates=None, record: bool = False) -> list[BeamResult]:
+                length_penalty: float = 1.0, gates=None, record: bool = False, prefix=None) -> list[BeamResult]:
     """Batched beam search over B sentences with K beams each (flattened to B*K rows).
 
     max_len: an int, or one per sentence, so a batch gives each sentence what a single call would.
+    prefix: output ids every hypothesis starts with (every sentence). They are fed once through the
+    cache, then the search starts from that state. Like generate() with decoder_input_ids, the prefix
+    is given, not scored: scores sum the log p of the pieces after it, and the length penalty counts
+    those pieces. max_len counts the prefix. With record, history holds one entry per prefix step
+    (prefix_history), then the search's steps, so history[t] is output step t.
     """
     B, K = source.shape[0], beam_size
     limits = [max_len] * B if isinstance(max_len, int) else list(max_len)
     max_len = max(limits)
+    prefix = [int(i) for i in prefix] if prefix else []
+    P = len(prefix)
+    if P and (prefix[-1] == EOS_ID or P >= max_len):        # nothing left to search
+        history = prefix_history(prefix, prefix[-1] == EOS_ID) if record else []
+        return [BeamResult(list(prefix), 0.0, history, (P - 1, 0) if record else None) for _ in range(B)]
     unfinished_at_limit: list[list[tuple]] = [[] for _ in range(B)]
     device = source.device
     memory = model.encode(source, source_keep, gates).repeat_interleave(K, dim=0)   # (B*K, S, D)
@@ -77,10 +98,15 @@ def beam_search(model: Transformer, source, source_keep, beam_size: int, max_len
     scores[:, 0] = 0.0                                  # all beams start as the same <s>
     alive = torch.full((B, K, 0), BOS_ID, dtype=torch.long, device=device)          # (B, K, t)
     last = torch.full((B * K,), BOS_ID, dtype=torch.long, device=device)
+    for position, token_id in enumerate(prefix):       # the forced prefix, once, on every row
+        model.decode_step(last, position, memory, keep, cache, gates)
+        last = torch.full_like(last, token_id)
+    if P:
+        alive = torch.tensor(prefix, dtype=torch.long, device=device).expand(B, K, P).clone()
     finished: list[list[tuple]] = [[] for _ in range(B)]   # (norm score, log_prob, ids, step, index)
     done = [False] * B
-    history: list[list[Hypothesis]] = []
-    for position in range(max_len):
+    history: list[list[Hypothesis]] = prefix_history(prefix, False) if record else []
+    for position in range(P, max_len):
         logits = model.decode_step(last, position, memory, keep, cache, gates)       # (B*K, V)
         log_probs = torch.log_softmax(logits.float(), dim=-1)
         V = log_probs.shape[-1]
@@ -88,7 +114,7 @@ def beam_search(model: Transformer, source, source_keep, beam_size: int, max_len
         top_scores, top_index = candidates.topk(min(2 * K, K * V), dim=1)         # (B, 2K)
         beam_index, token = top_index // V, top_index % V
         is_eos = token == EOS_ID
-        norm = length_normalizer(position + 1, length_penalty)
+        norm = length_normalizer(position + 1 - P, length_penalty)
         step_record: list[Hypothesis] = []
         # Candidates that end here, within the best K, become finished hypotheses.
         for b, j in is_eos[:, :K].nonzero().tolist():
