@@ -46,6 +46,9 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default=None)
 
+    from .diagnosis_cli import add_args as add_diagnose_args
+    add_diagnose_args(sub.add_parser("diagnose", help="flag hallucinated and omitted pieces; rank sentences"))
+
     args = parser.parse_args(argv)
     if args.command == "train" and not args.no_jemalloc:
         _reexec_with_jemalloc()
@@ -62,6 +65,9 @@ def main(argv=None) -> int:
             return 2
         print(out.text)
         return 0
+    if args.command == "diagnose":
+        from .diagnosis_cli import run as run_diagnose
+        return run_diagnose(args)
     if args.command == "train":
         from .train import train
         train(args)

@@ -1,0 +1,170 @@
+"""Issue 22's protocol on Multi30k val for both shipped models: ROC AUC of every single signal and
+of `diagnose`'s combination, side by side, plus natural hallucinations and the speed ratio.
+
+    python benchmarks/bench_diagnosis.py --n 300 --threads 2
+
+Cases (transformer/diagnosis_fit.py): correct / detached / partial / omission. Pools:
+hallucinated pieces = pieces of partial translations (after the cut = 1, before = 0) and of
+correct ones (0), </s> left out; omitted pieces = source pieces of the omission cases (appended
+" and ..." = 1), special pieces left out. Higher score = more suspicious for every signal.
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from transformer.data import read_split, resolve_data_dir  # noqa: E402
+from transformer.diagnosis import diagnose_items  # noqa: E402
+from transformer.diagnosis_fit import cases, make_item, roc_auc  # noqa: E402
+from transformer.faithfulness import _special_ids  # noqa: E402
+from transformer.translator import Translator  # noqa: E402
+
+INSERTED = ["Kubernetes", "photosynthesis", "ALERT", "xylophone", "Zürich", "hashtag", "quantum", "Bitcoin"]
+
+
+def wass_to_unif(cross: np.ndarray) -> float:
+    """Guerreiro et al.: W1 distance of last-layer cross-attention (mean over heads) to uniform,
+    positions scaled to [0, 1], mean over steps. cross: (H, T, S)."""
+    a = cross.mean(0)
+    S = a.shape[1]
+    u = np.full(S, 1.0 / S)
+    return float(np.mean([np.abs(np.cumsum(row) - np.cumsum(u)).sum() / max(S - 1, 1) for row in a]))
+
+
+def run_model(path: str, data_dir, n: int, alti: bool):
+    tr = Translator.load(path)
+    sources = read_split(data_dir, "val", tr.source_lang)[:n]
+    refs = read_split(data_dir, "val", tr.target_lang)[:n]
+    cs = cases(tr, sources, refs, seed=0)
+    started = time.perf_counter()
+    dgs = diagnose_items(tr, [c.item for c in cs])
+    seconds = time.perf_counter() - started
+    extra = []
+    for c in cs:
+        if not alti:
+            extra.append(None)
+            continue
+        out = tr.translate(c.source, target=list(c.item.output_pieces), capture=True, explain=True, top_k=0)
+        ex = out.explanation
+        extra.append(dict(share=ex.source_share, coverage=ex.source_contribution.sum(0),
+                          wass=wass_to_unif(out.attention.cross[-1])))
+    special = _special_ids(tr)
+    by = {k: [(c, d, e) for c, d, e in zip(cs, dgs, extra) if c.kind == k] for k in ("correct", "detached", "partial", "omission")}
+    sentence_signals = {
+        "log p": lambda c, d, e: -float(d.signals["log_p"].mean()),
+        "contrastive": lambda c, d, e: -float(d.signals["pmi"].mean()),
+        "ALTI+": lambda c, d, e: -float(e["share"].mean()) if e else np.nan,
+        "Wass-to-Unif": lambda c, d, e: e["wass"] if e else np.nan,
+        "combination": lambda c, d, e: d.sentence_score}
+    table = {}
+    for row, bad in (("detached vs correct", "detached"), ("partial vs correct", "partial")):
+        for name, f in sentence_signals.items():
+            scores = [f(*x) for x in by["correct"]] + [f(*x) for x in by[bad]]
+            labels = [0] * len(by["correct"]) + [1] * len(by[bad])
+            table[(row, name)] = np.nan if np.isnan(scores).any() else roc_auc(scores, labels)
+    piece_signals = {"log p": lambda d, e: -d.signals["log_p"], "contrastive": lambda d, e: -d.signals["pmi"],
+                     "ALTI+": lambda d, e: -e["share"] if e else None,
+                     "combination": lambda d, e: d.hallucination}
+    for name, f in piece_signals.items():
+        scores, labels = [], []
+        for c, d, e in by["correct"] + by["partial"]:
+            v = f(d, e)
+            if v is None:
+                break
+            keep = [t for t, i in enumerate(c.item.output_ids) if i not in special]
+            scores += list(np.asarray(v)[keep])
+            labels += list(c.piece_labels[keep])
+        table[("hallucinated pieces", name)] = roc_auc(scores, labels) if scores else np.nan
+    source_signals = {"contrastive": lambda d, e: -d.signals["deletion_drop"],
+                      "ALTI+": lambda d, e: -e["coverage"] if e else None,
+                      "combination": lambda d, e: d.omission}
+    for name, f in source_signals.items():
+        scores, labels = [], []
+        for c, d, e in by["omission"]:
+            v = f(d, e)
+            if v is None:
+                break
+            keep = [j for j, i in enumerate(c.item.source_ids) if i not in special]
+            scores += list(np.asarray(v)[keep])
+            labels += list(c.source_labels[keep])
+        table[("omitted pieces", name)] = roc_auc(scores, labels) if scores else np.nan
+    return tr, sources, table, len(cs) / seconds
+
+
+def natural(tr, sources: list[str], seed: int = 0):
+    """Lee et al. 2019: one inserted word at the start; hallucinated = the output shares < 20% of
+    its words with the clean output (Jaccard). Returns (found, total, AUC of sentence_score)."""
+    rng = random.Random(seed)
+    perturbed = [f"{rng.choice(INSERTED)} {s}" for s in sources]
+    clean, noisy = tr.translate_batch(sources), tr.translate_batch(perturbed)
+    labels = []
+    for a, b in zip(clean, noisy):
+        wa, wb = set(a.lower().split()), set(b.lower().split())
+        labels.append(int(len(wa & wb) / max(len(wa | wb), 1) < 0.2))
+    items = [make_item(tr, s, o if o.strip() else ".") for s, o in zip(perturbed, noisy)]
+    scores = [d.sentence_score for d in diagnose_items(tr, items)]
+    flagged = sum(1 for s, l in zip(scores, labels) if l and s >= 0.5)
+    return sum(labels), len(labels), flagged, roc_auc(scores, labels)
+
+
+def speed(tr, sources: list[str], repeats: int = 15):
+    """diagnose=True vs translate(capture=True), side by side, on a sentence of ~20 output pieces."""
+    lengths = [(abs(len(tr.translate(s, capture=False, top_k=0).output_ids) - 20), s) for s in sources[:60]]
+    text = min(lengths)[1]
+    base, diag = [], []
+    for _ in range(repeats):
+        t = time.perf_counter(); out = tr.translate(text, capture=True); base.append(time.perf_counter() - t)
+        t = time.perf_counter(); tr.translate(text, capture=True, diagnose=True); diag.append(time.perf_counter() - t)
+    b, d = statistics.median(base), statistics.median(diag)
+    return len(out.output_ids), b, d
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--models", nargs="+", default=["pretrained/en-de", "pretrained/de-en"])
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--n", type=int, default=300, help="val pairs per model")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-alti", action="store_true", help="skip the ALTI+ and Wass-to-Unif rows (slow)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    data_dir = resolve_data_dir(args.data_dir)
+    tables, notes = [], []
+    for path in args.models:
+        tr, sources, table, rate = run_model(path, data_dir, args.n, not args.no_alti)
+        found, total, flagged, auc = natural(tr, sources)
+        tokens, b, d = speed(tr, sources)
+        tables.append(table)
+        notes.append(f"{path}: forced diagnosis {rate:.1f} sentences/s (batched, {args.threads} threads); "
+                     f"natural (inserted word): {found}/{total} hallucinated, {flagged} of them with sentence_score >= 0.5, "
+                     f"AUC {auc:.3f}; speed on a {tokens}-piece output: translate(capture=True) {b * 1000:.1f} ms, "
+                     f"with diagnose=True {d * 1000:.1f} ms, ratio {d / b:.2f}")
+    names = ["log p", "contrastive", "ALTI+", "Wass-to-Unif", "combination"]
+    rows = list(dict.fromkeys(k[0] for k in tables[0]))
+    print(f"ROC AUC on Multi30k val, first {args.n} pairs ({' / '.join(Path(m).name for m in args.models)})\n")
+    print("| | " + " | ".join(names) + " |")
+    print("|---" * (len(names) + 1) + "|")
+    for row in rows:
+        cells = [" / ".join(f"{t[(row, n)]:.3f}" if not np.isnan(t[(row, n)]) else "–" for t in tables)
+                 if (row, n) in tables[0] else "" for n in names]
+        print(f"| {row} | " + " | ".join(cells) + " |")
+    print("\nlog p: Seq-Logprob (mean log p) for sentences, -log p per piece. contrastive: mean pmi = log p(y|x) - "
+          "log p(y|null source) for sentences, -pmi per piece, and for source pieces -(fall of log p(translation) "
+          "when the word is deleted). ALTI+: mean source share; per piece source share; per source piece coverage "
+          "(total contribution received). Wass-to-Unif: last-layer cross-attention, mean over heads and steps.\n")
+    for note in notes:
+        print(note)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,171 @@
+"""translate(..., diagnose=True) (api.md "What went wrong: diagnosis"), the diagnose CLI, and the
+protocol's direction on shipped-model examples. The ROC AUC goals on val are measured by
+benchmarks/bench_diagnosis.py (300 pairs per model; too slow for a test on 2 cores)."""
+import json
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformer import Translator
+from transformer.diagnosis import Diagnosis, Flag, diagnose_items
+from transformer.diagnosis_fit import make_item, roc_auc
+
+REPO = Path(__file__).resolve().parents[1]
+EN = "A man in a blue shirt is riding a bicycle down the street."
+DE = "Ein Mann in einem blauen Hemd fährt mit dem Fahrrad die Straße hinunter."
+PAIRS = [("Two dogs are playing in the snow.", "Zwei Hunde spielen im Schnee."),
+         ("A woman is reading a book on a bench.", "Eine Frau liest ein Buch auf einer Bank."),
+         ("A little girl climbs a tree.", "Ein kleines Mädchen klettert auf einen Baum."),
+         (EN, DE)]
+
+
+@pytest.fixture(scope="module")
+def en_de():
+    return Translator.load(REPO / "pretrained" / "en-de", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def hf_models(tmp_path_factory):
+    from hf_tiny import build
+    root = tmp_path_factory.mktemp("diag_hf")
+    return {name: Translator.load(build(name, root), device="cpu", source_lang="en", target_lang="de")
+            for name in ("marian", "t5", "bart")}
+
+
+def check_contract(out):
+    dg = out.diagnosis
+    assert isinstance(dg, Diagnosis)
+    T, S = len(out.output_ids), len(out.source_ids)
+    assert 0.0 <= dg.sentence_score <= 1.0 and isinstance(dg.sentence_score, float)
+    assert dg.hallucination.dtype == np.float32 and dg.hallucination.shape == (T,)
+    assert dg.omission.dtype == np.float32 and dg.omission.shape == (S,)
+    for scores in (dg.hallucination, dg.omission):
+        assert np.isfinite(scores).all() and (scores >= 0).all() and (scores <= 1).all()
+    for kind, n in (("hallucination", T), ("omission", S)):
+        spans = sorted((f.start, f.end) for f in dg.flags if f.kind == kind)
+        for (a, b), nxt in zip(spans, spans[1:] + [(n, n)]):
+            assert 0 <= a < b <= n and b <= nxt[0], (kind, spans)      # valid, non-overlapping
+    for f in dg.flags:
+        assert isinstance(f, Flag) and f.kind in ("hallucination", "omission") and isinstance(f.evidence, dict)
+        scores = dg.hallucination if f.kind == "hallucination" else dg.omission
+        assert f.score == pytest.approx(float(scores[f.start:f.end].max()))
+    return dg
+
+
+def test_contract_free_and_forced_ours(en_de):
+    assert en_de.translate(EN).diagnosis is None                      # diagnose=False: nothing
+    free = en_de.translate(EN, diagnose=True)
+    check_contract(free)
+    forced = en_de.translate(EN, target=DE, diagnose=True, capture=False)
+    check_contract(forced)
+    assert forced.forced and forced.output_tokens[-1] == "</s>"
+
+
+@pytest.mark.parametrize("name", ["marian", "t5", "bart"])
+def test_contract_hf(hf_models, name):
+    tr = hf_models[name]
+    assert tr.translate("the red dog runs", capture=False).diagnosis is None
+    check_contract(tr.translate("the red dog runs", diagnose=True))
+    check_contract(tr.translate("the red dog runs", target="der rote Hund", diagnose=True))
+
+
+def test_detached_translation_scores_higher_than_the_reference(en_de):
+    for i, (src, ref) in enumerate(PAIRS):
+        other = PAIRS[(i + 1) % len(PAIRS)][1]
+        good = en_de.translate(src, target=ref, diagnose=True, capture=False).diagnosis
+        bad = en_de.translate(src, target=other, diagnose=True, capture=False).diagnosis
+        assert bad.sentence_score > good.sentence_score + 0.3, (src, good.sentence_score, bad.sentence_score)
+        assert bad.hallucination.mean() > good.hallucination.mean()
+
+
+def test_de_en_detached_higher():
+    tr = Translator.load(REPO / "pretrained" / "de-en", device="cpu")
+    good = tr.translate(DE, target=EN, diagnose=True, capture=False).diagnosis
+    bad = tr.translate(DE, target=PAIRS[0][0], diagnose=True, capture=False).diagnosis
+    assert bad.sentence_score > good.sentence_score
+
+
+def test_appended_clause_is_omitted(en_de):
+    src = "Two dogs are playing in the snow and a woman is reading a book on a bench."
+    out = en_de.translate(src, target="Zwei Hunde spielen im Schnee.", diagnose=True, capture=False)
+    dg = check_contract(out)
+    cut = out.source_tokens.index("▁and")
+    appended = dg.omission[cut:-1]
+    assert appended.mean() > dg.omission[:cut].mean() + 0.3
+    assert roc_auc(dg.omission[:-1], [0] * cut + [1] * (len(out.source_tokens) - 1 - cut)) > 0.9
+    assert any(f.kind == "omission" and f.end > cut for f in dg.flags)
+
+
+def test_partial_hallucination_marks_pieces_after_the_cut(en_de):
+    target = "Ein Mann in einem blauen Hemd liest ein Buch auf einer Bank."
+    out = en_de.translate(EN, target=target, diagnose=True, capture=False)
+    dg = check_contract(out)
+    cut = out.output_tokens.index("▁liest")
+    assert dg.hallucination[cut:-1].mean() > dg.hallucination[:cut].mean()
+
+
+def test_threads_give_identical_results(en_de):
+    texts = [src for src, _ in PAIRS] * 2
+    alone = [en_de.translate(t, diagnose=True, capture=False).diagnosis for t in texts]
+    results = [None] * len(texts)
+
+    def work(i):
+        results[i] = en_de.translate(texts[i], diagnose=True, capture=False).diagnosis
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(texts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for a, b in zip(alone, results):
+        assert a.sentence_score == b.sentence_score
+        np.testing.assert_array_equal(a.hallucination, b.hallucination)
+        np.testing.assert_array_equal(a.omission, b.omission)
+
+
+def test_batched_equals_one_at_a_time(en_de):
+    items = [make_item(en_de, s, t) for s, t in PAIRS]
+    together = diagnose_items(en_de, items)
+    for item, dg in zip(items, together):
+        single = diagnose_items(en_de, [item])[0]
+        assert single.sentence_score == pytest.approx(dg.sentence_score, abs=1e-4)
+        np.testing.assert_allclose(single.omission, dg.omission, atol=1e-4)
+
+
+def test_bad_inputs_give_a_result_or_a_clear_message(en_de):
+    one_piece = en_de.translate(EN, target=["</s>"], diagnose=True, capture=False)
+    assert check_contract(one_piece).hallucination.shape == (1,)
+    short = en_de.translate("Hi", diagnose=True, capture=False)       # a source of 1-2 pieces
+    check_contract(short)
+    long = en_de.translate(" ".join(["dog"] * 300), target="Hund", diagnose=True, capture=False)
+    assert len(long.source_ids) == 128 and check_contract(long).omission.shape == (128,)
+    with pytest.raises(ValueError, match="target is empty"):
+        en_de.translate(EN, target="   ", diagnose=True)
+
+
+def test_cli_writes_jsonl_and_resumes(tmp_path):
+    from transformer.__main__ import main
+    plain = tmp_path / "in.txt"
+    plain.write_text("Two dogs are playing in the snow.\n\nA little girl climbs a tree.\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["diagnose", "--model", str(REPO / "pretrained" / "en-de"), "--input", str(plain),
+                 "--output", str(out), "--batch", "2"]) == 0
+    rows = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [r["line"] for r in rows] == [0, 1, 2]
+    assert "error" in rows[1] and rows[1]["sentence_score"] is None
+    assert 0 <= rows[0]["sentence_score"] <= 1 and len(rows[0]["hallucination"]) == len(rows[0]["output_pieces"])
+    out.write_text(out.read_text(encoding="utf-8").splitlines()[0] + "\n", encoding="utf-8")   # interrupted
+    tsv = tmp_path / "in.tsv"
+    tsv.write_text("source\ttranslation\nTwo dogs are playing in the snow.\tZwei Hunde spielen im Schnee.\n"
+                   "A little girl climbs a tree.\tEine Frau liest ein Buch.\n", encoding="utf-8")
+    assert main(["diagnose", "--model", str(REPO / "pretrained" / "en-de"), "--input", str(plain),
+                 "--output", str(out)]) == 0
+    again = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["line"] for r in again) == [0, 1, 2] and again[0] == rows[0]
+    out2 = tmp_path / "tsv.jsonl"
+    assert main(["diagnose", "--model", str(REPO / "pretrained" / "en-de"), "--input", str(tsv),
+                 "--output", str(out2)]) == 0
+    checked = [json.loads(line) for line in out2.read_text(encoding="utf-8").splitlines()]
+    assert all(r["forced"] for r in checked)
+    assert checked[1]["sentence_score"] > checked[0]["sentence_score"]
