@@ -50,8 +50,10 @@ class Translation:
     source_ids: list = field(default_factory=list)
     output_ids: list = field(default_factory=list)
     forced: bool = False
+    prefix_length: int = 0               # output pieces forced by prefix= (0 without a prefix)
     seconds: float = 0.0
     explanation: "Explanation | None" = None   # explain=True only (transformer/explain.py)
+    diagnosis: object | None = None            # diagnose=True only (transformer/diagnosis.py)
 
 
 class Translator:
@@ -128,15 +130,19 @@ class Translator:
     @torch.inference_mode()
     def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, capture: bool = True,
                   top_k: int = 5, length_penalty: float = 1.0, target: str | list[str] | None = None,
-                  head_mask=None, explain: bool = False) -> Translation:
+                  head_mask=None, explain: bool = False, diagnose: bool = False,
+                  prefix: str | list[str] | None = None) -> Translation:
         """Decode (greedy or beam) or, with `target`, force a reference: a text, or a list of
         pieces fed exactly (e.g. another run's output_tokens, so two runs align step by step).
+        `prefix` (pieces, or a text segmented without </s>) forces the first output pieces, then
+        decoding goes on from there; beam hypotheses all start with it (see beam_search).
         explain=True adds `out.explanation` (norm-based attention, ALTI+, saliency) for this run."""
         started = time.perf_counter()
         if not isinstance(beam_size, (int, np.integer)) or beam_size < 1:
             raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
         source_ids, truncated = self.encode_source(text)
         max_len = self._check_max_len(max_len, len(source_ids))
+        prefix_ids = self._check_prefix(self._prefix_ids(prefix, target), max_len, {EOS_ID})
         gates = self._gates(head_mask)
         source = torch.tensor([source_ids], dtype=torch.long, device=self.device)   # (1, S)
         keep = None                      # one sentence: no padding, so no key mask
@@ -147,13 +153,13 @@ class Translator:
                 output_ids = self._target_ids(target)
                 logits = forced_logits(self.model, source, keep, output_ids, gates)          # (T, V)
             elif beam_size == 1:
-                tokens, step_logits = greedy_decode(self.model, source, keep, max_len, gates)
+                tokens, step_logits = greedy_decode(self.model, source, keep, max_len, gates, prefix_ids)
                 output_ids = tokens[0].tolist()
                 logits = torch.cat(step_logits, dim=0)                                        # (T, V)
             else:
                 with no_capture():
                     result = beam_search(self.model, source, keep, beam_size, max_len, length_penalty,
-                                         gates, record=True)[0]
+                                         gates, record=True, prefix=prefix_ids)[0]
                 output_ids = result.output_ids
                 beam_history, beam_final = self._name_beam(result.history), result.final
                 # Steps and attention describe the returned hypothesis; a teacher-forced pass
@@ -167,7 +173,7 @@ class Translator:
         explanation = _explain(self, source_ids, fed_ids, output_ids, gates, logits) if explain else None
         pe = self.model.positional_encoding[: max(S, T)].float().cpu().numpy()
         embeddings = self.model.scaled_embedding(source, self.model.source_embedding)[0].float().cpu().numpy()
-        return Translation(
+        out = Translation(
             text=self.tokenizer.decode(output_ids),
             source_tokens=self.tokenizer.pieces(source_ids),
             target_tokens=self.tokenizer.pieces(fed_ids),
@@ -176,7 +182,9 @@ class Translator:
             masks=Masks(source_padding=np.ones(S, dtype=bool), target_causal=causal_mask(T)),
             positional_encoding=pe, source_embeddings=embeddings, steps=steps,
             beam=beam_history, beam_final=beam_final, source_ids=source_ids, output_ids=output_ids,
-            forced=target is not None, seconds=time.perf_counter() - started, explanation=explanation)
+            forced=target is not None, seconds=time.perf_counter() - started, explanation=explanation,
+            prefix_length=len(prefix_ids))
+        return _diagnosed(self, out, head_mask) if diagnose else out
 
     def _target_ids(self, target) -> list[int]:
         """A reference text (segmented, then </s>), or a list of pieces fed exactly as given."""
@@ -190,6 +198,38 @@ class Translator:
             raise ValueError(f"target has {len(target)} pieces; the model takes at most "
                              f"{self.config.max_target_len}")
         return self.tokenizer.piece_ids(target)
+
+    def _prefix_ids(self, prefix, target) -> list[int]:
+        """prefix= as output ids: pieces exactly, or a text segmented like a target without </s>.
+        Empty is no prefix. ValueError: not a text or pieces, an unknown piece, or with target=."""
+        if prefix is None:
+            return []
+        if isinstance(prefix, str):
+            ids = self._prefix_text_ids(prefix) if prefix.strip() else []
+        elif isinstance(prefix, (list, tuple)) and all(isinstance(p, str) for p in prefix):
+            ids = self.tokenizer.piece_ids(list(prefix)) if prefix else []
+        else:
+            raise ValueError("prefix must be a text or a list of pieces (str)")
+        if not ids:
+            return []
+        if target is not None:
+            raise ValueError("give either target= (force a whole translation) or prefix= (force its "
+                             "start, then decode), not both")
+        return ids
+
+    def _check_prefix(self, ids: list[int], limit: int, ends: set) -> list[int]:
+        """ValueError: an end piece before the prefix's end, or more pieces than `limit` (max_len)."""
+        for t, i in enumerate(ids[:-1]):
+            if i in ends:
+                raise ValueError(f"prefix has the end piece {self.tokenizer.id_to_piece(i)!r} at position {t}, "
+                                 f"before its end: nothing can follow the end of a sentence")
+        if len(ids) > limit:
+            raise ValueError(f"prefix has {len(ids)} pieces, more than max_len={limit}: "
+                             f"give a larger max_len or a shorter prefix")
+        return ids
+
+    def _prefix_text_ids(self, text: str) -> list[int]:
+        return self.tokenizer.encode_ids(text)
 
     def _name_beam(self, history):
         return [[Hypothesis(self.tokenizer.pieces(h.pieces), h.score, h.parent, h.finished, h.log_prob)
@@ -267,6 +307,12 @@ class Translator:
 def _explain(translator, source_ids, fed_ids, output_ids, gates, logits):
     from .explain import explain_run          # only when asked: the default path imports nothing more
     return explain_run(translator, source_ids, fed_ids, output_ids, gates, reference_logits=logits)
+
+
+def _diagnosed(translator, out, head_mask):
+    from .diagnosis import diagnose           # only when asked
+    out.diagnosis = diagnose(translator, out, head_mask)
+    return out
 
 
 def _capture_cm(enabled: bool):

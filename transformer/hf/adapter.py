@@ -17,7 +17,7 @@ from transformers.modeling_outputs import BaseModelOutput
 from ..capture import Masks, no_capture
 from ..decoding import Hypothesis
 from ..masks import causal_mask
-from ..translator import Translation, Translator, _capture_cm, _explain, default_device
+from ..translator import Translation, Translator, _capture_cm, _diagnosed, _explain, default_device
 from . import arch
 from .generation import beam_search, forced_logits, greedy, make_plan
 from .hooks import gating, install_hooks
@@ -133,8 +133,16 @@ class HFTranslator(Translator):
             raise ValueError(f"max_len={max_len} exceeds the model's max_target_len={self.config.max_target_len}")
         return int(max_len)
 
-    def _plan(self, source, mask, beam_size, max_len, length_penalty):
-        return make_plan(self.model, source, mask, beam_size, max_len, length_penalty, self.langs.overrides)
+    def _plan(self, source, mask, beam_size, max_len, length_penalty, prompt: int = 1):
+        return make_plan(self.model, source, mask, beam_size, max_len, length_penalty, self.langs.overrides,
+                         prompt)
+
+    def _prefix_text_ids(self, text: str) -> list[int]:
+        """A text prefix tokenized as a target (language code, pieces), without the final </s>."""
+        with self._lock:
+            ids = self.tokenizer.hf(text_target=text).input_ids
+        eos = self.tokenizer.hf.eos_token_id
+        return ids[:-1] if ids and ids[-1] == eos else ids
 
     def _encode(self, source, mask) -> BaseModelOutput:
         out = self.model.get_encoder()(input_ids=source, attention_mask=mask, return_dict=True)
@@ -144,10 +152,13 @@ class HFTranslator(Translator):
     @torch.inference_mode()
     def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, capture: bool = True,
                   top_k: int = 5, length_penalty: float | None = None, target: str | list[str] | None = None,
-                  head_mask=None, explain: bool = False) -> HFTranslation:
+                  head_mask=None, explain: bool = False, diagnose: bool = False,
+                  prefix: str | list[str] | None = None) -> HFTranslation:
         """As Translator.translate. length_penalty None: the model's generation config. Step
         probabilities are the softmax of the raw logits (before generate's logits processors:
-        a forced language code may be improbable under the model itself)."""
+        a forced language code may be improbable under the model itself). A prefix decodes as
+        generate(decoder_input_ids=[start] + prefix ids) with the same length budget (the prefix
+        counts within max_len or the generation config's max_length)."""
         started = time.perf_counter()
         if not isinstance(beam_size, (int, np.integer)) or beam_size < 1:
             raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
@@ -157,19 +168,22 @@ class HFTranslator(Translator):
         source = torch.tensor([source_ids], dtype=torch.long, device=self.device)           # (1, S)
         mask = torch.ones_like(source)
         beam_history, beam_final = None, None
+        prefix_ids = self._prefix_ids(prefix, target)
         with gating(gates), _capture_cm(capture) as recorder:
             memory = self._encode(source, mask)
-            plan = self._plan(source, mask, int(beam_size), max_len, length_penalty)
+            plan = self._plan(source, mask, int(beam_size), max_len, length_penalty, 1 + len(prefix_ids))
+            ends = set(plan.eos.tolist()) if plan.eos is not None else set()
+            self._check_prefix(prefix_ids, plan.max_length - 1, ends)     # the outputs' budget
             if target is not None:
                 output_ids = self._target_ids(target)
                 logits = forced_logits(self.model, memory, mask, [plan.start] + output_ids[:-1])  # (T, V)
             elif beam_size == 1:
-                tokens, step_logits = greedy(self.model, memory, mask, plan)
+                tokens, step_logits = greedy(self.model, memory, mask, plan, prefix_ids)
                 output_ids = tokens[0].tolist()
                 logits = torch.cat(step_logits, dim=0)                                             # (T, V)
             else:
                 with no_capture():
-                    result = beam_search(self.model, memory, mask, plan, record=True)[0]
+                    result = beam_search(self.model, memory, mask, plan, record=True, prefix=prefix_ids)[0]
                 output_ids, beam_final = result.output_ids, result.final
                 beam_history = [[Hypothesis(self.tokenizer.pieces(h.pieces), h.score, h.parent, h.finished,
                                             h.log_prob) for h in step] for step in result.history]
@@ -180,17 +194,18 @@ class HFTranslator(Translator):
         steps = self._steps(output_ids, probs, top_k, attention)
         fed_ids = [plan.start] + output_ids[:-1]
         explanation = _explain(self, source_ids, fed_ids, output_ids, gates, logits) if explain else None
-        return HFTranslation(
+        out = HFTranslation(
             text=self.tokenizer.decode(output_ids), source_tokens=self.tokenizer.source_pieces(source_ids),
             target_tokens=self.tokenizer.pieces(fed_ids), output_tokens=self.tokenizer.pieces(output_ids),
             truncated=truncated, attention=attention,
             masks=Masks(source_padding=np.ones(S, dtype=bool), target_causal=causal_mask(T)),
             positional_encoding=self._positions("encoder", max(S, T)),
             source_embeddings=self._embeddings(source), steps=steps, beam=beam_history, beam_final=beam_final,
-            source_ids=source_ids, output_ids=output_ids, forced=target is not None,
+            source_ids=source_ids, output_ids=output_ids, forced=target is not None, prefix_length=len(prefix_ids),
             seconds=time.perf_counter() - started, explanation=explanation, positional_kind=self.config.positional_kind,
             decoder_positional_encoding=self._positions("decoder", T),
             position_bias=self._bias("encoder", S), decoder_position_bias=self._bias("decoder", T))
+        return _diagnosed(self, out, head_mask) if diagnose else out
 
     def _embeddings(self, source) -> np.ndarray:
         return arch.token_embeddings(self.model.get_encoder(), source)[0].float().cpu().numpy()   # (S, D)
