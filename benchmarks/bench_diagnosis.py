@@ -40,13 +40,13 @@ def wass_to_unif(cross: np.ndarray) -> float:
     return float(np.mean([np.abs(np.cumsum(row) - np.cumsum(u)).sum() / max(S - 1, 1) for row in a]))
 
 
-def run_model(path: str, data_dir, n: int, alti: bool):
+def run_model(path: str, data_dir, n: int, alti: bool, bf16: bool = False):
     tr = Translator.load(path)
     sources = read_split(data_dir, "val", tr.source_lang)[:n]
     refs = read_split(data_dir, "val", tr.target_lang)[:n]
     cs = cases(tr, sources, refs, seed=0)
     started = time.perf_counter()
-    dgs = diagnose_items(tr, [c.item for c in cs])
+    dgs = diagnose_items(tr, [c.item for c in cs], bf16=bf16)
     seconds = time.perf_counter() - started
     extra = []
     for c in cs:
@@ -134,13 +134,14 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--n", type=int, default=300, help="val pairs per model")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--bf16", action="store_true", help="diagnose under bfloat16 autocast (the CLI's --bf16)")
     parser.add_argument("--no-alti", action="store_true", help="skip the ALTI+ and Wass-to-Unif rows (slow)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     data_dir = resolve_data_dir(args.data_dir)
     tables, notes = [], []
     for path in args.models:
-        tr, sources, table, rate = run_model(path, data_dir, args.n, not args.no_alti)
+        tr, sources, table, rate = run_model(path, data_dir, args.n, not args.no_alti, args.bf16)
         found, total, flagged, auc = natural(tr, sources)
         tokens, b, d = speed(tr, sources)
         tables.append(table)

@@ -169,3 +169,11 @@ def test_cli_writes_jsonl_and_resumes(tmp_path):
     checked = [json.loads(line) for line in out2.read_text(encoding="utf-8").splitlines()]
     assert all(r["forced"] for r in checked)
     assert checked[1]["sentence_score"] > checked[0]["sentence_score"]
+
+
+def test_bf16_passes_stay_close_to_float32(en_de):
+    items = [make_item(en_de, s, t) for s, t in PAIRS] + [make_item(en_de, PAIRS[0][0], PAIRS[1][1])]
+    exact, fast = diagnose_items(en_de, items), diagnose_items(en_de, items, bf16=True)
+    for a, b in zip(exact, fast):
+        assert abs(a.sentence_score - b.sentence_score) < 0.05
+        assert np.abs(a.omission - b.omission).max() < 0.1 and np.abs(a.hallucination - b.hallucination).max() < 0.1

@@ -16,8 +16,10 @@ def add_args(p) -> None:
     p.add_argument("--model", default="pretrained/en-de")
     p.add_argument("--input", required=True, help="plain text (one source a line) or TSV with source, translation")
     p.add_argument("--output", default=None, help="JSONL (default INPUT.diagnosis.jsonl)")
-    p.add_argument("--batch", type=int, default=64, help="sentences per batch")
+    p.add_argument("--batch", type=int, default=256, help="sentences per batch")
     p.add_argument("--top", type=int, default=10, help="how many of the most suspicious sentences to print")
+    p.add_argument("--bf16", action="store_true", help="forced passes under bfloat16 autocast (faster on CPUs "
+                   "with AVX512-BF16 or on CUDA; scores move by a few 1e-2)")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default=None)
 
@@ -86,7 +88,7 @@ def run(args) -> int:
                     continue
                 items.append(item)
                 where.append((i, source, translation, given is not None))
-            for (i, source, translation, forced), item, dg in zip(where, items, diagnose_items(tr, items) if items else []):
+            for (i, source, translation, forced), item, dg in zip(where, items, diagnose_items(tr, items, bf16=args.bf16) if items else []):
                 records[i] = _record(i, source, translation, forced, dg, item)
             for i in chunk:
                 handle.write(json.dumps(records[i], ensure_ascii=False) + "\n")

@@ -74,9 +74,11 @@ def default_budget(tr) -> int:
 
 
 @torch.inference_mode()
-def forced_log_probs(tr, rows: list[tuple[list, list, list]], gates=None, budget: int | None = None) -> list[np.ndarray]:
+def forced_log_probs(tr, rows: list[tuple[list, list, list]], gates=None, budget: int | None = None,
+                     bf16: bool = False) -> list[np.ndarray]:
     """rows: (source_ids, fed_ids, output_ids). One log p(output_t) array (T,) per row, from
-    padded batched teacher-forced passes (rows of similar lengths together)."""
+    padded batched teacher-forced passes (rows of similar lengths together). bf16: the passes
+    under bfloat16 autocast (about 1.8x faster on a CPU with AVX512-BF16; scores move slightly)."""
     budget = budget or default_budget(tr)
     hf = hasattr(tr, "family")
     pad = _pad_id(tr)
@@ -92,7 +94,8 @@ def forced_log_probs(tr, rows: list[tuple[list, list, list]], gates=None, budget
         s_max, t_max = s, t
     if current:
         chunks.append(current)
-    with no_capture(), _hf_gating(hf, gates):
+    autocast = torch.autocast(tr.device.type, dtype=torch.bfloat16, enabled=bf16)
+    with no_capture(), _hf_gating(hf, gates), autocast:
         for chunk in chunks:
             S = max(len(rows[r][0]) for r in chunk)
             T = max(len(rows[r][1]) for r in chunk)
@@ -119,8 +122,9 @@ def forced_log_probs(tr, rows: list[tuple[list, list, list]], gates=None, budget
     return results
 
 
-def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None) -> list[Signals]:
-    """Full source, null source and every one-word deletion, for every item, in shared batches."""
+def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None, bf16: bool = False) -> list[Signals]:
+    """Full source, null source and every one-word deletion, for every item, in shared batches.
+    Special pieces (</s>, language codes) are deleted like words: scored like any piece."""
     special = _special_ids(tr)
     rows, plans = [], []
     for it in items:
@@ -134,7 +138,7 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
             kept = [i for j, i in enumerate(it.source_ids) if j not in drop] or null
             rows.append((kept, list(it.fed_ids), list(it.output_ids)))
         plans.append((start, words))
-    lps = forced_log_probs(tr, rows, gates, budget)
+    lps = forced_log_probs(tr, rows, gates, budget, bf16)
     out = []
     for (start, words), it in zip(plans, items):
         deletion = np.stack(lps[start + 2: start + 2 + len(words)]) if words else np.zeros((0, len(it.output_ids)))
