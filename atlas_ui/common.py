@@ -31,7 +31,7 @@ class Display:
 
 
 NORM_TITLE = "‖α·f(x)‖"
-WEIGHT_CHOICES = {False: "raw weights α", True: "norm-weighted ‖α·f(x)‖"}
+WEIGHT_CHOICES = {False: "raw α", True: "‖α·f(x)‖"}
 
 
 def escape_md(text: str, limit: int = 300) -> str:
@@ -98,9 +98,17 @@ def pick_cross_head(result, toggle_label: str, toggle_key: str) -> tuple[int, in
     return layer, head, toggled
 
 
-def norm_switch(display) -> bool:
+def norm_switch(display, where=None) -> bool:
     """The "raw weights / norm-weighted" switch of an attention view (one key, kept in the share
-    link); True when this view shows norm-weighted values. Says so when they are unavailable."""
+    link); True when this view shows norm-weighted values. Says so when they are unavailable.
+    `where`: the container to draw it in (an expert control: the end of the view's control row)."""
+    if where is None:
+        return _norm_switch(display)
+    with where:
+        return _norm_switch(display)
+
+
+def _norm_switch(display) -> bool:
     wanted = state.radio("Weights", list(WEIGHT_CHOICES), "norm", horizontal=True, format_func=WEIGHT_CHOICES.get,
                          help="Raw attention weights α (rows sum to 1), or ‖α·f(x)‖: each weight times the "
                               "size of the vector that key actually passes on (Kobayashi et al., 2020).")
@@ -161,8 +169,9 @@ def head_title(kind: str, layer: int, head: int | None) -> str:
     return f"{KIND_LABELS[kind]} · layer {layer} · {who}"
 
 
-def step_nav(step_count: int, presenter: bool = False) -> int:
+def step_nav(step_count: int, presenter: bool = False, describe=None) -> int:
     """Slider plus previous/next buttons over the decoding steps; returns the 0-based step.
+    `describe(step)`, if given, draws what the step is beside them (one row, not two).
 
     In presenter mode the slider gives way to big buttons bound to the ← and → keys (a focused
     slider would take the arrow keys too, and move twice).
@@ -174,7 +183,7 @@ def step_nav(step_count: int, presenter: bool = False) -> int:
     state.restore("step", 0, lambda v: isinstance(v, int) and 0 <= v < step_count)
     current = st.session_state["step"]
     keys = dict(prev=dict(shortcut="Left"), next=dict(shortcut="Right")) if presenter else dict(prev={}, next={})
-    columns = st.columns([1, 1, 6])
+    columns = st.columns([1, 1, 3.5, 5] if describe else [1, 1, 6], vertical_alignment="center")
     columns[0].button("◀ Prev", key="step_prev", on_click=move_step, args=(-1, step_count),
                       disabled=current <= 0, **keys["prev"])
     columns[1].button("Next ▶", key="step_next", on_click=move_step, args=(1, step_count),
@@ -184,7 +193,13 @@ def step_nav(step_count: int, presenter: bool = False) -> int:
             state.remember("step", current)
             st.markdown(f"### Step {current + 1} of {step_count}")
             return current
-        return state.int_slider("Decoding step", 0, step_count - 1, "step", 0, label_visibility="collapsed")
+        # the slider's own numbers are 0-based and hidden (main.COMPACT_CSS): steps are counted from 1
+        # everywhere a person reads them, in the "Step t of T" line `describe(t)` writes beside it
+        step = state.int_slider("Decoding step", 0, step_count - 1, "step", 0, label_visibility="collapsed")
+    if describe:
+        with columns[3]:
+            describe(step)
+    return step
 
 
 def move_step(delta: int, step_count: int) -> None:

@@ -187,13 +187,9 @@ def example_row(examples: list, source_lang: str, text: str) -> dict | None:
 
 
 def example_reference(row: dict | None, source_lang: str, target_lang: str, reference: str) -> None:
-    """Under the sentence: the example's reference translation with a button that forces it, and
-    for a failure case the line that says what to look at."""
+    """The example's reference translation with a button that forces it."""
     if row is None:
         return
-    note = failure_note(row, source_lang, target_lang)
-    if note:
-        st.caption(f"⚠ Failure case: {escape_md(note, 300)}")
     wanted = str(row.get(target_lang) or "").strip()
     if not wanted:
         return
@@ -231,28 +227,37 @@ def language_note(translator, text: str, models: dict, current: str) -> None:
 
 
 def input_area(examples: list, source_lang: str, target_lang: str) -> tuple[str, str, int]:
-    """Text, reference and decoding; returns (text, reference, beam size)."""
-    left, right = st.columns([3, 2])
-    with right:
+    """One row: the sentence, Translate, and a popover holding the examples, the reference and the
+    decoding (folded away so the picture starts high on the page); returns (text, reference, beam)."""
+    sentence, button, more = st.columns([8, 1.3, 2.7], vertical_alignment="bottom")
+    with sentence:
+        default = examples[0].get(source_lang, "") if examples else ""
+        text = state.text_area(f"Source sentence ({source_lang})", "text", default, height=68,
+                               label_visibility="collapsed", placeholder=f"Type or paste a sentence ({source_lang})…",
+                               help=f"Up to {MAX_CHARS} characters. Press Ctrl+Enter or Translate.")
+    with button:
+        st.button("Translate", key="translate", type="primary", width="stretch")
+    forced = str(state.kept("reference", "") or "").strip()
+    beam_kept = state.kept("decoding", "Greedy") == "Beam search"
+    label = "Examples · reference · beam" + (" (reference forced)" if forced else " (beam)" if beam_kept else "")
+    with more.popover(label, width="stretch"):
         st.selectbox("Example", range(len(examples)), index=None, key="example",
                      placeholder="Pick an example sentence…",
                      format_func=lambda i: _example_label(examples[i], source_lang, target_lang),
                      on_change=_use_example, args=(examples, source_lang))
+        reference = state.text_input(f"Reference translation ({target_lang}, optional)", "reference",
+                                     placeholder="Leave empty to let the model decode",
+                                     help="With a reference the model is fed it (forced decoding), so you "
+                                          "see the attention and probabilities for that translation.")
+        row = example_row(examples, source_lang, text)
+        example_reference(row, source_lang, target_lang, reference)
         columns = st.columns([3, 2])
         with columns[0]:
             decoding = state.radio("Decoding", ["Greedy", "Beam search"], "decoding", horizontal=True)
         with columns[1]:
             beam = state.selectbox("Beam size", range(2, MAX_BEAM + 1), "beam_size", 4,
                                    disabled=decoding == "Greedy")
-        st.button("Translate", key="translate", type="primary")
-    with left:
-        default = examples[0].get(source_lang, "") if examples else ""
-        text = state.text_area(f"Source sentence ({source_lang})", "text", default, height=96,
-                               placeholder="Type or paste a sentence…",
-                               help=f"Up to {MAX_CHARS} characters. Press Ctrl+Enter or Translate.")
-        reference = state.text_input(f"Reference translation ({target_lang}, optional)", "reference",
-                                     placeholder="Leave empty to let the model decode",
-                                     help="With a reference the model is fed it (forced decoding), so you "
-                                          "see the attention and probabilities for that translation.")
-        example_reference(example_row(examples, source_lang, text), source_lang, target_lang, reference)
+    note = failure_note(row, source_lang, target_lang) if row is not None else ""
+    if note:                                   # a speaker's failure case says what to look at, in view
+        st.caption(f"⚠ Failure case: {escape_md(note, 300)}")
     return text, reference, (1 if decoding == "Greedy" else beam)

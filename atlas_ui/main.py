@@ -16,6 +16,7 @@ from .backend_explain import explain_unavailable
 from .catalogue import ModelRef, file_stamps, find_models, load_examples, model_languages
 from .common import Display, escape_md
 from .hub_policy import HubPolicy, HubRefused, open_hub, read_policy, resolved
+from .landing import land
 from .inputs import input_area, language_note, language_picker, show_status, sidebar
 from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
                        REAL_MODEL_HINT, extra_models, max_concurrent, models_dir, torch_threads)
@@ -25,7 +26,17 @@ from .views_explain import source_share_bar
 from .warm import holds, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")
-COMPACT_CSS = "<style>[data-testid='stMainBlockContainer']{padding-top:2.5rem;padding-bottom:2rem}</style>"
+# Constants only (no user text). The picture first: less padding and smaller gaps above the chart,
+# and the view picker on one line (smaller labels, no radio circles' extra room).
+COMPACT_CSS = """<style>
+[data-testid='stMainBlockContainer']{padding-top:3.6rem;padding-bottom:2rem}
+[data-testid='stMain'] [data-testid='stVerticalBlock']{gap:0.55rem}
+.st-key-view [role='radiogroup']{gap:0.1rem 0.55rem;flex-wrap:wrap}
+.st-key-view label p{font-size:0.84rem}
+.st-key-translation [data-testid='stText']{font-size:1.05rem}
+.st-key-step [data-testid='stSliderThumbValue'],.st-key-step [data-testid='stSliderTickBarMin'],
+.st-key-step [data-testid='stSliderTickBarMax']{display:none}
+</style>"""
 EMPTY_PROMPT = "Type a sentence above, or pick an example, to see its attention."
 
 
@@ -81,19 +92,19 @@ def translate_input(model: ModelRef, device: str, text: str, beam: int, target, 
     return translate(model, device, text, beam, target, max_concurrent())
 
 
-def show_translation(result, target_lang: str, display: Display) -> None:
+def show_translation(result, target_lang: str, display: Display, current: int | None = None) -> None:
     """The translation in a keyed container (class st-key-translation), so the page can be read
     by what it shows rather than by position."""
     title = f"Translation ({target_lang})" + (", forced to the reference" if result.forced else "")
     with st.container(key="translation"):
-        st.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: orange = less sure.")
+        label, text = st.columns([1.6, 8], vertical_alignment="center")     # one line: what it is, the text
+        label.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: orange = "
+                                                       "less sure; hover a piece for its value.")
         # st.text, not st.code: st.code loads a 1.5 MB syntax highlighter on every new tab, which
         # delayed the first chart by 0.7-1.3 s (benchmarks/bench_first_paint.py)
-        st.text(result.text or " ")
-        st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space),
-                    unsafe_allow_html=True)
-        st.caption("Each output piece is shaded by the probability the model gave it; hover for the value.")
-        source_share_bar(result, display)
+        text.text(result.text or " ")
+        st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space,
+                                           current=current), unsafe_allow_html=True)
 
 
 def examples_for(folder, source_lang: str, target_lang: str) -> list:
@@ -120,10 +131,11 @@ def load_translator(ref: ModelRef, device: str, name: str):
     try:
         if holds(model_key(ref, device)):          # loaded already: no progress box (it sleeps 50 ms)
             return get_translator(ref, device)
-        with st.status(f"Loading the model {escape_md(name, 80)}…", expanded=False) as box:
+        slot = st.empty()                            # the progress box goes once loaded: no leftover line
+        with slot.status(f"Loading the model {escape_md(name, 80)}…", expanded=False):
             translator = get_translator(ref, device)
-            box.update(label=f"Model {escape_md(name, 80)} loaded", state="complete")
-            return translator
+        slot.empty()
+        return translator
     except (OSError, ValueError, RuntimeError, ImportError) as exc:
         LOG.warning("could not load %s: %s", ref.path, exc)
         st.error(f"Could not load the model {escape_md(name, 80)}: {escape_md(str(exc), 300)}")
@@ -211,8 +223,11 @@ def page() -> None:
             display = replace(display, norm=wants_norm and result.explained, explain_note=unavailable or "")
         figure_seconds = None
         if result is not None:
+            land(path, result)                            # a new visitor: cross-attention, the head that matters
             language_note(translator, text, models, model)
-            show_translation(result, target_lang, display)
+            step = state.kept("step", 0) if shown is not None and shown.steps else None
+            show_translation(result, target_lang, display,
+                             step if isinstance(step, int) and 0 <= step < len(result.output_tokens) else None)
             model_note(translator, result)
             view = state.radio("View", list(VIEWS), "view", horizontal=True, label_visibility="collapsed")
             st.caption(VIEWS[view].explains)
@@ -221,6 +236,7 @@ def page() -> None:
             started = time.perf_counter()
             figure = guarded(VIEWS[view].render, context)
             figure_seconds = time.perf_counter() - started
+            source_share_bar(result, display)             # below the view: nothing moves what was clicked
             # drawn only while open (Streamlit's lazy expander; opening it is one rerun): three
             # download buttons fewer on every run and in every new tab, where it starts closed
             export = st.expander("Export", key="export_open", on_change="rerun")
@@ -244,7 +260,6 @@ def page() -> None:
 
 
 def run() -> None:
-    presenting = st.query_params.get("present") == "1"
     st.set_page_config(page_title="Attention Atlas", layout="wide",
-                       initial_sidebar_state="collapsed" if presenting else "expanded")
+                       initial_sidebar_state="collapsed")        # the picture first; ☰ opens the settings
     guarded(page)

@@ -90,12 +90,19 @@ def test_default_run_shows_translated_example(translator):
     out = translator.translate(text, beam_size=1)
     # the translation, shown as plain text, and the probability-shaded pieces
     assert any(text.value == out.text for text in at.text)
-    # first screen: encoder self-attention of the example, tokens as escaped tick labels
+    # first screen: cross-attention on the head head_importance.json ranks first (en-de: layer 2,
+    # head 3), tokens as escaped tick labels, exactly the weights the model computed
+    importance = json.loads((Path(MODELS["en-de"]) / "head_importance.json").read_text())
+    loss = np.asarray(importance["heads"]["cross"]["loss_change"])
+    layer, head = np.unravel_index(int(np.argmax(loss)), loss.shape)
+    assert (at.selectbox(key="kind").value, at.selectbox(key="layer").value, at.selectbox(key="head").value) == (
+        "cross", layer, head)
     spec = main_heatmap(at)
     assert spec["data"][0]["type"] == "heatmap"
-    assert_axes(spec, out.source_tokens, out.source_tokens)
+    assert_axes(spec, out.output_tokens, out.source_tokens)
     assert "&lt;/s&gt;" in spec["layout"]["xaxis"]["ticktext"]
     z = z_array(spec["data"][0])
+    np.testing.assert_allclose(z, out.attention.cross[layer, head], atol=1e-6)
     np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-3)
     params = at.query_params
     assert params["view"] == ["Heatmap"] or params["view"] == "Heatmap"

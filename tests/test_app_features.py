@@ -42,7 +42,7 @@ def chart_titled(at, text: str) -> dict:
 
 
 def test_head_summary_for_the_sentence_and_the_examples(translator):
-    at = started("Head summary")
+    at = started("Head summary", kind="encoder_self")             # not the cross-attention landing
     text = at.text_area(key="text").value
     out = translator.translate(text)
     L, H = out.attention.encoder_self.shape[:2]
@@ -104,7 +104,7 @@ def test_ablation_retranslates_and_compares_step_by_step(translator):
 
 
 def test_beam_view_tree_and_node_attention(translator):
-    at = started("Beam")
+    at = started("Beam", kind="encoder_self")             # not the cross-attention landing
     assert at.info and "needs beam search" in at.info[0].value
     at.button(key="beam_switch").click().run()
     check_clean(at, "switched to beam")
@@ -136,7 +136,7 @@ def test_beam_view_tree_and_node_attention(translator):
 
 
 def test_rollout_next_to_last_layer_and_word_view(translator):
-    at = started("Rollout")
+    at = started("Rollout", kind="encoder_self")             # not the cross-attention landing
     out = translator.translate(at.text_area(key="text").value)
     flow = z_array(chart_titled(at, "rollout")["data"][0])
     np.testing.assert_allclose(flow, rollout(out.attention.encoder_self), atol=1e-5)
@@ -202,7 +202,7 @@ def test_export_buttons_and_presenter_mode():
 
 
 def test_tiled_views_hide_special_tokens(translator):
-    at = started("Overview")
+    at = started("Overview", kind="encoder_self")             # not the cross-attention landing
     out = translator.translate(at.text_area(key="text").value)
     at.toggle(key="hide_special").set_value(True).run()
     check_clean(at, "overview without specials")

@@ -772,3 +772,13 @@ def test_presenter_colour_bars_do_not_stack_labels():
     image = presenter_figure(overview_figure(rows_dirichlet((1, 2, 3, 4), seed=1), TGT[:3], SRC[:4], render="image"))
     carrier = image.data[3].marker.colorbar
     assert carrier.title.side == "right" and carrier.nticks == 3
+
+
+def test_token_probability_html_marks_the_current_step():
+    html = token_probability_html(["▁a", "▁b", "</s>"], [0.9, 0.5, 0.99], current=1)
+    spans = [part for part in html.split("<span")[1:] if 'class="aa-token' in part]
+    assert ["aa-current" in span for span in spans] == [False, True, False]
+    assert "outline:2px solid" in spans[1] and "outline" not in spans[0]
+    assert "aa-current" not in token_probability_html(["▁a"], [0.9])
+    with pytest.raises(ValueError):
+        token_probability_html(["▁a"], [0.9], current=1)

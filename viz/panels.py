@@ -116,10 +116,11 @@ def probability_colour(p: float) -> tuple[str, str]:
 
 
 def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
-                           show_space: bool = True) -> str:
+                           show_space: bool = True, current: int | None = None) -> str:
     """One <div> of <span>s: each output piece shaded by p(piece | prefix), then a legend.
 
-    Unsure pieces are orange, so doubt stands out; the legend says so. Every piece is
+    Unsure pieces are orange, so doubt stands out; the legend says so. `current`: the piece being
+    produced at the step a view shows, outlined and underlined. Every piece is
     escaped (HTML and Markdown) because this goes to st.markdown(unsafe_allow_html=True);
     the snippet has no newline, so Markdown treats it as one raw HTML block.
     """
@@ -130,12 +131,15 @@ def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
     if len(tokens) != len(p):
         raise ValueError(f"{len(tokens)} tokens but {len(p)} probabilities")
     spans = []
+    if current is not None and not (isinstance(current, (int, np.integer)) and 0 <= current < len(tokens)):
+        raise ValueError(f"current must be a piece index below {len(tokens)}, got {current!r}")
     for i, (tok, prob) in enumerate(zip(tokens, p.tolist())):
         background, colour = probability_colour(prob)
         label = escape_html(show_piece(tok, show_space=show_space))
+        mark = "outline:2px solid #111;outline-offset:1px;text-decoration:underline;" if i == current else ""
         spans.append(
-            f'<span class="aa-token" title="{i}: {label} p={prob:.3f}" '
-            f'style="background-color:{background};color:{colour};padding:1px 3px;'
+            f'<span class="aa-token{" aa-current" if i == current else ""}" title="{i}: {label} p={prob:.3f}" '
+            f'style="background-color:{background};color:{colour};padding:1px 3px;{mark}'
             f'margin:1px;border-radius:3px;white-space:pre;display:inline-block">{label}</span>')
     sure, unsure = probability_colour(1.0)[0], probability_colour(0.0)[0]
     legend = (f'<span class="aa-legend" style="font-size:0.75em;color:#666;margin-left:10px;white-space:nowrap">'

@@ -15,4 +15,4 @@ VIEW = View(
     name="Attribution", title="Which source pieces mattered, by method",
     explains="For each output piece, how much each source piece mattered according to raw attention, "
              "norm-weighted attention, ALTI+ and gradients, and a test of which of them is right.",
-    render=render, needs_explain=True)
+    render=render, needs_explain=True, steps=True)

@@ -85,3 +85,4 @@ class View:
     render: Callable[[ViewContext], go.Figure | None]   # draws the view; its main figure (for export) or None
     norm_switch: bool = False      # has the raw / norm-weighted switch (the run is made with explain=True)
     needs_explain: bool = False    # always needs the explained run (norm, ALTI+, saliency)
+    steps: bool = False            # walks the output step by step: the translation strip marks the step

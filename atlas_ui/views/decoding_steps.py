@@ -15,14 +15,23 @@ from .base import View, ViewContext
 def render(ctx: ViewContext):
     """With an explained run, also the step's ALTI+ source/prefix contributions."""
     result, display = ctx.result, ctx.display
-    norm = norm_switch(display)
     steps = result.steps
-    t = step_nav(len(steps), display.presenter)
+
+    def describe(step: int) -> None:
+        piece, p, _ = steps[step]
+        fed = " ".join(result.target_tokens[: step + 1])
+        counter = "" if display.presenter else f"Step {step + 1} of {len(steps)}: "   # presenter: a heading says it
+        st.text(f"{counter}chose {piece}  (p = {p:.3f})\nafter the prefix fed: {fed}")
+
+    t = step_nav(len(steps), display.presenter, describe)
     token, prob, top_k = steps[t]
     prefix = result.target_tokens[: t + 1]
-    counter = "" if display.presenter else f"Step {t + 1} of {len(steps)}\n"    # presenter: a heading says it
-    st.text(f"{counter}Prefix fed: {' '.join(prefix)}\nChosen piece: {token}   p = {prob:.3f}")
-    layer, head, all_heads = pick_cross_head(result, "All heads of the layer", "step_all_heads")
+    if display.presenter or len(steps) <= 1:
+        describe(t)
+    controls, weights = st.columns([7.6, 2.4])
+    with controls:
+        layer, head, all_heads = pick_cross_head(result, "All heads of the layer", "step_all_heads")
+    norm = norm_switch(display, weights)
     left, right = st.columns([2, 3])
     with left:
         chart(topk_bar_figure(top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}",
@@ -65,4 +74,4 @@ VIEW = View(
     name="Decoding steps", title="The translation, one output piece at a time",
     explains="Step through the output: the pieces the model considered at each step, and which source "
              "and earlier output pieces it attended to when it picked one.",
-    render=render, norm_switch=True)
+    render=render, norm_switch=True, steps=True)

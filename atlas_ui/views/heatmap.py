@@ -11,8 +11,8 @@ from .shared import head_heatmap
 
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
-    norm = norm_switch(display)
-    columns = st.columns([3, 2, 2, 2])
+    columns = st.columns([3, 2, 2, 2, 2.4])
+    norm = norm_switch(display, columns[4])
     with columns[0]:
         kind = pick_kind()
     with columns[1]:

@@ -13,8 +13,8 @@ from .shared import clickable_tiles
 
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
-    norm = norm_switch(display)
-    columns = st.columns(2)
+    columns = st.columns([3, 2, 2.4])
+    norm = norm_switch(display, columns[2])
     with columns[0]:
         kind = pick_kind()
     with columns[1]:

@@ -14,8 +14,10 @@ from .shared import clickable_tiles
 
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
-    norm = norm_switch(display)
-    kind = pick_kind()
+    columns = st.columns([3, 2.4])
+    norm = norm_switch(display, columns[1])
+    with columns[0]:
+        kind = pick_kind()
     weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
     importance = load_importance(ctx.model.path, result)          # head_importance.json: heads to outline
     marked, note = importance.marked(kind), importance.note
@@ -23,9 +25,9 @@ def render(ctx: ViewContext):
                           + (" · norm-weighted" if norm else ""), normalize=display.normalize,
                           kind_label=KIND_LABELS[kind], show_space=display.show_space, marked=marked,
                           **value_options(result, display, kind, weights))
+    clickable_tiles(fig, f"overview_{kind}", result, display, kind)
     st.caption("Rows of tiles are layers, columns are heads." + (" " + note if note else ""))
     norm_caption(norm, fig, display.normalize)
-    clickable_tiles(fig, f"overview_{kind}", result, display, kind)
     return fig
 
 
