@@ -168,15 +168,16 @@ def test_attribution_view_and_the_norm_switch(browser, app_url):
     titles = chart_titles(page)
     assert any(t.startswith("Source vs prefix") for t in titles), titles
     assert any("Which source pieces mattered for step 2" in t for t in titles), titles
-    wait_for_plot(page, "gd.data[0].type === 'heatmap' && gd.layout.yaxis.ticktext.length === 4", index=1)
+    # the view's charts first; the source-share bar comes after them (nothing above the view moves)
+    wait_for_plot(page, "gd.data[0].type === 'heatmap' && gd.layout.yaxis.ticktext.length === 4", index=0)
     # the method table, the perturbation summary and the correlations (tables load after the charts)
     page.wait_for_function("""() => document.querySelectorAll('[data-testid="stDataFrame"]').length >= 3""")
     assert page.problems == []
     pick_view(page, "Heatmap")
-    option = page.locator('[data-testid="stRadio"] label').filter(has_text="norm-weighted").first
+    option = page.locator('[data-testid="stRadio"] label').filter(has_text="‖α·f(x)‖").first
     with script_run(page):
         option.click()
-    wait_for_plot(page, "gd.layout.title.text.includes('norm-weighted') && gd.data[0].zmax > 1", index=1)
+    wait_for_plot(page, "gd.layout.title.text.includes('norm-weighted') && gd.data[0].zmax > 1", index=0)
     assert "norm=1" in page.url
     assert page.problems == []
     page.context.close()
