@@ -12,6 +12,7 @@ import pytest
 
 import hf_tiny
 from test_app import check_clean, new_app
+from test_app_hf import opened
 from transformer import Translator
 
 SENTENCE = "A man is riding a bike."
@@ -53,14 +54,6 @@ def test_t5_without_a_translation_task_is_a_value_error_naming_its_config(t5_mod
         Translator.load(t5_models / "t5-summary", device="cpu")
     with pytest.raises(ValueError, match=r"config\.json: no T5 task for 'en' -> 'xx'"):
         Translator.load(t5_models / "t5", device="cpu", source_lang="en", target_lang="xx")
-
-
-def opened(monkeypatch, folder, **params):
-    monkeypatch.setenv("ATLAS_MODELS_DIR", str(folder))
-    at = new_app()
-    at.query_params.update(params)
-    at.run()
-    return at
 
 
 def translation_title(at) -> str:
