@@ -21,7 +21,7 @@ from .inputs import input_area, language_note, language_picker, show_status, sid
 from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
                        REAL_MODEL_HINT, extra_models, max_concurrent, models_dir, torch_threads)
 from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
-from .views import VIEWS, ViewContext
+from .views import URL_FIELDS, VIEWS, ViewContext
 from .views_explain import source_share_bar
 from .warm import holds, model_key, translation_key
 
@@ -182,7 +182,7 @@ def chosen_model(models: dict, model: str, hub_text: str, policy: HubPolicy) -> 
 
 def page() -> None:
     configure_torch(torch_threads())
-    state.boot_from_url()
+    state.boot_from_url(URL_FIELDS)
     folder = models_dir()
     named = extra_models()                             # `attention-atlas MODEL ...`: the first one opens
     models = {**named, **find_models(str(folder))}
@@ -255,6 +255,11 @@ def page() -> None:
                   "words": 1 if display.words else None, "present": 1 if display.presenter else None,
                   "norm": 1 if state.kept("norm", False) is True else None,
                   "ablate": state.format_heads(state.ablated_heads()) or None}
+        shown = VIEWS.get(view)
+        for name, key, _ in shown.url_fields if shown is not None else ():
+            value = state.kept(key)
+            params[name] = value if isinstance(value, (str, int, float)) and not isinstance(value, bool) else (
+                1 if value is True else None)
         state.write_url(params)
         guarded(share_box, share, params)
 

@@ -132,14 +132,16 @@ def parse_heads(text: str) -> dict:
     return {key: sorted(set(heads)) for key, heads in keys.items()}
 
 
-def boot_from_url() -> None:
-    """Once per session: seed the widgets from the URL's query parameters."""
+def boot_from_url(extra_fields=()) -> None:
+    """Once per session: seed the widgets from the URL's query parameters.
+    extra_fields: (URL name, session key, parser) triples the views declare (View.url_fields)."""
     state = st.session_state
     if state.get(BOOTED):
         return
     state[BOOTED] = True
     params = st.query_params
-    for name, (key, parse) in URL_FIELDS.items():
+    fields = {**URL_FIELDS, **{name: (key, parse) for name, key, parse in extra_fields}}
+    for name, (key, parse) in fields.items():
         if name not in params:
             continue
         try:

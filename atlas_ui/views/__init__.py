@@ -21,4 +21,7 @@ VIEWS: dict[str, View] = {view.name: view for view in (
     attribution.VIEW,
 )}
 
-__all__ = ["VIEWS", "View", "ViewContext"]
+# every view's own share-link parameters, read once when a session opens (state.boot_from_url)
+URL_FIELDS = tuple(field for view in VIEWS.values() for field in view.url_fields)
+
+__all__ = ["URL_FIELDS", "VIEWS", "View", "ViewContext"]

@@ -86,3 +86,6 @@ class View:
     norm_switch: bool = False      # has the raw / norm-weighted switch (the run is made with explain=True)
     needs_explain: bool = False    # always needs the explained run (norm, ALTI+, saliency)
     steps: bool = False            # walks the output step by step: the translation strip marks the step
+    # the view's own share-link parameters: (URL name, session key, parser), e.g. ("branch", "branch", str);
+    # read once per session like state.URL_FIELDS, written while the view is shown
+    url_fields: tuple = ()
