@@ -16,18 +16,15 @@ import torch
 from transformer import Translator
 from viz import average_statistics
 
-from .catalogue import ModelRef, file_stamps, language_options
+from .catalogue import ModelRef
 from .result import Result, kind_statistics, to_result
 from .settings import MAX_LOADED_MODELS, TOP_K
 from .warm import hold, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")
 
-# still imported from here by atlas_ui/backend_explain.py (file_stamps) and tests/test_hf_models.py
-# (language_options), files others are editing now; new code imports them from catalogue
 __all__ = ["ExplainFailed", "ModelRef", "Result", "available_devices", "configure_torch", "example_statistics",
-           "file_stamps", "get_translator", "language_options", "settle_heap", "translate", "translate_explained",
-           "translation_slots"]
+           "get_translator", "settle_heap", "translate", "translate_explained", "translation_slots"]
 
 
 @functools.lru_cache(maxsize=None)      # every run calls it: no st.cache hashing

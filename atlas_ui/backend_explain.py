@@ -17,7 +17,8 @@ from transformer.explain import method_scores
 from transformer.explain_views import EXPLAIN_FAMILIES
 from transformer.faithfulness import _special_ids, perturbation_summary, perturbation_test, rank_correlations
 
-from .backend import file_stamps, get_translator, translation_slots
+from .backend import get_translator, translation_slots
+from .catalogue import file_stamps
 
 METHODS = ("attention", "norm", "alti+", "saliency")
 METHOD_LABELS = {"attention": "raw cross-attention (mean of layers and heads)",

@@ -22,7 +22,7 @@ from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBAC
                        REAL_MODEL_HINT, extra_models, max_concurrent, models_dir, torch_threads)
 from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
 from .views import URL_FIELDS, VIEWS, ViewContext
-from .views_explain import source_share_bar
+from .views.contributions import source_share_bar
 from .warm import holds, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")

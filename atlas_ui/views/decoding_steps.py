@@ -8,7 +8,7 @@ from viz import attention_heatmap, merge_keys, topk_bar_figure
 
 from ..common import (chart, heat_height, n_heads, norm_caption, norm_switch, pick_cross_head, step_nav,
                       value_options)
-from ..views_explain import step_contributions
+from .contributions import step_contributions
 from .base import View, ViewContext
 
 
