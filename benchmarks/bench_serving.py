@@ -1,6 +1,7 @@
 """A room full of people: many sessions at once over Streamlit's websocket protocol.
 
     python benchmarks/bench_serving.py [--sessions 40 100] [--turns 6] [--via-proxy] [--rss 500] [--bad-input]
+    python benchmarks/bench_serving.py --views all [--norm] [--sessions 40] [--turns 3]
 
 Starts the app and, in the same run with the same server settings, the floor: serving/floor_app.py,
 one chart with torch and our model loaded. Each session connects to /_stcore/stream and asks for one
@@ -11,6 +12,10 @@ are idle (the last crowd's sessions closed), and a warm-up session loads the mod
 crowd: p50 and p95 to the first chart, failures (no chart, an error on the page, a timeout), RSS before
 and after, and the app / floor ratio of the p95; per size, the median of the per-turn ratios.
 
+--views all | NAME ...: the crowds for the share link of each view (atlas_ui/views VIEWS; Beam with
+beam=4, Ablation with ablate=cross:2:3), one table row per view: p50, p95, the floor's p95 in the same
+turns, the median ratio, failures, and the bytes a session received. --norm adds the norm-weighted
+link (norm=1) of every view that has the switch.
 --via-proxy: also 2 app processes behind nginx (serving/proxy.py), the same crowds; ratio to one process.
 --rss N: N sessions with varied sentences and views, 20 at a time; RSS every 50 sessions.
 --bad-input: while normal sessions open the link, sessions that disconnect mid-run, a flood of reruns
@@ -40,6 +45,8 @@ from serving.servers import AppServer, rss_mb, settle  # noqa: E402
 
 LINK = {"model": "en-de", "sentence": "A man in a red jacket is riding his bicycle down a narrow street.",
         "view": "Heatmap"}
+# what a view's link needs besides view=NAME to show its chart at once
+VIEW_PARAMS = {"Beam": {"beam": 4}, "Ablation": {"ablate": "cross:2:3"}}
 VARIED_VIEWS = ("Heatmap", "Layer grid", "Overview", "Decoding steps", "Head summary", "Rollout",
                 "Positional encodings", "Beam", "Ablation", "Masks", "Compare")
 
@@ -50,7 +57,8 @@ def summary(records: list[RunRecord]) -> dict:
     return {"n": len(records), "ok": len(times), "failures": len(failures),
             "p50": percentile(times, 50) if times else float("nan"),
             "p95": percentile(times, 95) if times else float("nan"),
-            "first_failure": (failures[0].errors or ["no chart"])[0] if failures else ""}
+            "first_failure": (failures[0].errors or ["no chart"])[0] if failures else "",
+            "kb": statistics.median(r.bytes_received for r in records) / 1024 if records else float("nan")}
 
 
 def run_crowd(url: str, pids: list[int], query: str, n: int, idle: list[int] = ()) -> dict:
@@ -118,6 +126,54 @@ def crowds(args, query: str) -> None:
                       f"{statistics.median(p95s) / one_process[n]['p95']:.2f}x (goal <= 0.6x at 100)", flush=True)
 
 
+def view_links(names: list[str], norm: bool) -> list[tuple[str, str]]:
+    """(label, query) of each view's share link; with `norm`, also norm=1 for views with the switch."""
+    from atlas_ui.views import VIEWS          # here: the other modes need no app import
+    names = list(VIEWS) if names == ["all"] else names
+    unknown = [name for name in names if name not in VIEWS]
+    if unknown:
+        raise SystemExit(f"unknown view(s) {unknown}; the views are {list(VIEWS)}")
+    links = []
+    for name in names:
+        params = {**LINK, "view": name, **VIEW_PARAMS.get(name, {})}
+        links.append((name, urlencode(params)))
+        if norm and VIEWS[name].norm_switch:
+            links.append((f"{name} norm=1", urlencode({**params, "norm": 1})))
+    return links
+
+
+def per_view(args) -> None:
+    """Each view's link against the floor, side by side, `turns` crowds each; one row per view."""
+    links = view_links(args.views, args.norm)
+    rows = []
+    with AppServer("app.py") as app, AppServer("serving/floor_app.py") as floor:
+        if not asyncio.run(open_link(floor.url, urlencode(LINK))).ok:
+            raise SystemExit("warm-up session failed on the floor")
+        both = [app.process.pid, floor.process.pid]
+        for label, query in links:
+            warm = asyncio.run(open_link(app.url, query))       # the view's translation, cached
+            for n in args.sessions:
+                turns = []
+                for turn in range(1, args.turns + 1):
+                    order = ((app, "a"), (floor, "f")) if turn % 2 else ((floor, "f"), (app, "a"))
+                    got = {tag: run_crowd(server.url, [server.process.pid], query, n, both) for server, tag in order}
+                    turns.append(got)
+                    print(f"  {label:<24} {n} sessions, turn {turn}: app p95 {got['a']['p95']:.2f} s, floor p95 "
+                          f"{got['f']['p95']:.2f} s, {got['a']['p95'] / got['f']['p95']:.2f}x", flush=True)
+                med = lambda values: statistics.median(values)  # noqa: E731
+                rows.append(dict(view=label, n=n, warm_ok=warm.ok, p50=med(t["a"]["p50"] for t in turns),
+                                 p95=med(t["a"]["p95"] for t in turns), floor=med(t["f"]["p95"] for t in turns),
+                                 ratio=med(t["a"]["p95"] / t["f"]["p95"] for t in turns),
+                                 failures=sum(t["a"]["failures"] for t in turns), kb=med(t["a"]["kb"] for t in turns),
+                                 first_failure=next((t["a"]["first_failure"] for t in turns if t["a"]["failures"]), "")))
+    print(f"\nEach view's share link, medians over {args.turns} turns (app p95 / floor p95 of each turn; goal <= 3x):")
+    print(f"  {'view':<24} {'sessions':>8} {'p50 s':>7} {'p95 s':>7} {'floor p95 s':>11} {'ratio':>6} "
+          f"{'failures':>8} {'KB/session':>10}")
+    for r in rows:
+        print(f"  {r['view']:<24} {r['n']:>8} {r['p50']:7.2f} {r['p95']:7.2f} {r['floor']:11.2f} {r['ratio']:5.2f}x "
+              f"{r['failures']:>8} {r['kb']:10.0f}" + (f"  ({r['first_failure']})" if r["failures"] else ""))
+
+
 def varied_queries(count: int) -> list[str]:
     rows = list(csv.DictReader(open(REPO / "pretrained" / "examples.tsv", encoding="utf-8"), delimiter="\t"))
     combos = itertools.cycle(itertools.product(rows, VARIED_VIEWS, ("encoder_self", "cross", "decoder_self")))
@@ -172,8 +228,13 @@ def main(argv=None) -> None:
     parser.add_argument("--rss", type=int, default=0, help="varied sessions for the memory check")
     parser.add_argument("--bad-input", action="store_true")
     parser.add_argument("--skip-crowds", action="store_true")
+    parser.add_argument("--views", nargs="+", metavar="VIEW",
+                        help="'all' or view names: the crowds for each view's share link instead of the Heatmap's")
+    parser.add_argument("--norm", action="store_true", help="with --views: also each norm-switch view with norm=1")
     args = parser.parse_args(argv)
-    if not args.skip_crowds:
+    if args.views:
+        per_view(args)
+    elif not args.skip_crowds:
         crowds(args, urlencode(LINK))
     if args.rss:
         memory(args.rss)
