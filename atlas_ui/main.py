@@ -12,6 +12,7 @@ from viz import token_probability_html
 
 from . import state
 from .backend import ExplainFailed, configure_torch, get_translator, translate, translate_explained
+from .backend_diagnosis import diagnosis_for
 from .backend_explain import explain_unavailable
 from .catalogue import ModelRef, file_stamps, find_models, load_examples, model_languages
 from .common import Display, escape_md
@@ -23,6 +24,7 @@ from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBAC
 from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
 from .views import URL_FIELDS, VIEWS, ViewContext
 from .views.contributions import source_share_bar
+from .views.diagnosis import strip_marks, summary_line
 from .warm import holds, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")
@@ -92,11 +94,25 @@ def translate_input(model: ModelRef, device: str, text: str, beam: int, target, 
     return translate(model, device, text, beam, target, max_concurrent())
 
 
-def show_translation(result, target_lang: str, display: Display, current: int | None = None) -> None:
+def pick_view(bar) -> str:
+    """The view picker: a row of names on the page, or one dropdown in the presenter's bar."""
+    if bar is None:
+        return state.radio("View", list(VIEWS), "view", horizontal=True, label_visibility="collapsed")
+    with bar:
+        return state.selectbox("View", list(VIEWS), "view", label_visibility="collapsed")
+
+
+def show_translation(result, target_lang: str, display: Display, current: int | None = None,
+                     findings=None) -> None:
     """The translation in a keyed container (class st-key-translation), so the page can be read
     by what it shows rather than by position."""
     title = f"Translation ({target_lang})" + (", forced to the reference" if result.forced else "")
     with st.container(key="translation"):
+        if display.presenter:      # the strip is the translation: one line less between the bar and the chart
+            st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space,
+                                               current=current, **strip_marks(findings)), unsafe_allow_html=True)
+            summary_line(findings, result)
+            return
         label, text = st.columns([1.6, 8], vertical_alignment="center")     # one line: what it is, the text
         label.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: orange = "
                                                        "less sure; hover a piece for its value.")
@@ -104,7 +120,8 @@ def show_translation(result, target_lang: str, display: Display, current: int | 
         # delayed the first chart by 0.7-1.3 s (benchmarks/bench_first_paint.py)
         text.text(result.text or " ")
         st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space,
-                                           current=current), unsafe_allow_html=True)
+                                           current=current, **strip_marks(findings)), unsafe_allow_html=True)
+        summary_line(findings, result)           # the diagnosis (issue 22): what looks wrong, in one line
 
 
 def examples_for(folder, source_lang: str, target_lang: str) -> list:
@@ -201,11 +218,16 @@ def page() -> None:
         translator.source_lang or "src", translator.target_lang or "tgt")
     examples = examples_for(folder, source_lang, target_lang)
     st.markdown(COMPACT_CSS, unsafe_allow_html=True)      # constants, no user text
-    if display.presenter:
-        st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
-        st.button("Leave presenter mode", key="presenter_exit", on_click=state.put, args=("presenter", False))
     follow_example_language(examples, source_lang)
-    with st.expander("Sentence and decoding", expanded=False) if display.presenter else st.container():
+    if display.presenter:              # one slim bar: leave, the sentence folded away, the view picker
+        st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
+        leave, sentence, picker = st.columns([1.1, 1.6, 4.3], vertical_alignment="center")
+        leave.button("✕ Presenter", key="presenter_exit", on_click=state.put, args=("presenter", False),
+                     help="Leave presenter mode", width="stretch")
+        with sentence.popover("Sentence and decoding", width="stretch"):
+            text, reference, beam = input_area(examples, source_lang, target_lang)
+    else:
+        picker = None
         text, reference, beam = input_area(examples, source_lang, target_lang)
     view = state.kept("view", next(iter(VIEWS)))
     try:
@@ -226,11 +248,13 @@ def page() -> None:
             land(path, result)                            # a new visitor: cross-attention, the head that matters
             language_note(translator, text, models, model)
             step = state.kept("step", 0) if shown is not None and shown.steps else None
+            findings = guarded(diagnosis_for, ref, device, result)      # cached per run: marks + summary
             show_translation(result, target_lang, display,
-                             step if isinstance(step, int) and 0 <= step < len(result.output_tokens) else None)
+                             step if isinstance(step, int) and 0 <= step < len(result.output_tokens) else None,
+                             findings)
             model_note(translator, result)
-            view = state.radio("View", list(VIEWS), "view", horizontal=True, label_visibility="collapsed")
-            st.caption(VIEWS[view].explains)
+            view = pick_view(picker)
+            st.caption(f"**{VIEWS[view].title}.** {VIEWS[view].explains}")
             context = ViewContext(result=result, display=display, examples=examples, source_key=source_lang,
                                   text=text, reference=reference, model=ref, device=device, beam=beam)
             started = time.perf_counter()

@@ -115,13 +115,20 @@ def probability_colour(p: float) -> tuple[str, str]:
     return f"rgb({r},{g},{b})", ("#ffffff" if unsure > 0.6 else "#111111")
 
 
+UNSUPPORTED = "#7b3294"     # purple: "the source may not support this piece", apart from orange doubt
+UNSUPPORTED_MARK = f"border:2px dashed {UNSUPPORTED};"
+
+
 def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
-                           show_space: bool = True, current: int | None = None) -> str:
+                           show_space: bool = True, current: int | None = None,
+                           unsupported: Sequence[float] | None = None, threshold: float = 0.5) -> str:
     """One <div> of <span>s: each output piece shaded by p(piece | prefix), then a legend.
 
     Unsure pieces are orange, so doubt stands out; the legend says so. `current`: the piece being
-    produced at the step a view shows, outlined and underlined. Every piece is
-    escaped (HTML and Markdown) because this goes to st.markdown(unsafe_allow_html=True);
+    produced at the step a view shows, outlined and underlined. `unsupported`: the diagnosis's
+    score of each piece (T,); pieces at or above `threshold` get a dashed purple frame (a second,
+    separate question from p: "does the source back this piece?") and the legend an entry. Every
+    piece is escaped (HTML and Markdown) because this goes to st.markdown(unsafe_allow_html=True);
     the snippet has no newline, so Markdown treats it as one raw HTML block.
     """
     if isinstance(tokens, str):
@@ -133,16 +140,29 @@ def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
     spans = []
     if current is not None and not (isinstance(current, (int, np.integer)) and 0 <= current < len(tokens)):
         raise ValueError(f"current must be a piece index below {len(tokens)}, got {current!r}")
+    scores = None if unsupported is None else as_probabilities(unsupported, "unsupported")
+    if scores is not None and len(scores) != len(tokens):
+        raise ValueError(f"{len(tokens)} tokens but {len(scores)} unsupported scores")
+    flagged = set() if scores is None else {i for i, v in enumerate(scores.tolist()) if v >= threshold}
     for i, (tok, prob) in enumerate(zip(tokens, p.tolist())):
         background, colour = probability_colour(prob)
         label = escape_html(show_piece(tok, show_space=show_space))
         mark = "outline:2px solid #111;outline-offset:1px;text-decoration:underline;" if i == current else ""
+        title = f"{i}: {label} p={prob:.3f}"
+        if scores is not None:
+            title += f" · unsupported by the source? {scores[i]:.2f}" if i in flagged else f" · unsupported {scores[i]:.2f}"
+        classes = "aa-token" + (" aa-current" if i == current else "") + (" aa-unsupported" if i in flagged else "")
+        frame = UNSUPPORTED_MARK if i in flagged else ""
         spans.append(
-            f'<span class="aa-token{" aa-current" if i == current else ""}" title="{i}: {label} p={prob:.3f}" '
-            f'style="background-color:{background};color:{colour};padding:1px 3px;{mark}'
+            f'<span class="{classes}" title="{title}" '
+            f'style="background-color:{background};color:{colour};padding:1px 3px;{mark}{frame}'
             f'margin:1px;border-radius:3px;white-space:pre;display:inline-block">{label}</span>')
     sure, unsure = probability_colour(1.0)[0], probability_colour(0.0)[0]
     legend = (f'<span class="aa-legend" style="font-size:0.75em;color:#666;margin-left:10px;white-space:nowrap">'
               f'<span style="background:{sure};border:1px solid #ccc;padding:0 6px">sure</span> → '
               f'<span style="background:{unsure};color:#fff;padding:0 6px">unsure</span> (p of each piece)</span>')
+    if flagged:
+        legend += (f'<span class="aa-legend-unsupported" style="font-size:0.75em;color:#666;margin-left:10px;'
+                   f'white-space:nowrap"><span style="{UNSUPPORTED_MARK}padding:0 6px">framed</span> '
+                   f'= unsupported by the source? (diagnosis)</span>')
     return f'<div class="aa-tokens" style="line-height:1.9">{"".join(spans)}{legend}</div>'

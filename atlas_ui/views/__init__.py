@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from . import (ablation, attribution, beam, compare, decoding_steps, head_summary, heatmap, layer_grid, masks,
                overview, positional_encodings, rollout)
+from . import diagnosis
 from .base import View, ViewContext
 
 VIEWS: dict[str, View] = {view.name: view for view in (
@@ -19,6 +20,7 @@ VIEWS: dict[str, View] = {view.name: view for view in (
     masks.VIEW,
     positional_encodings.VIEW,
     attribution.VIEW,
+    diagnosis.VIEW,
 )}
 
 # every view's own share-link parameters, read once when a session opens (state.boot_from_url)

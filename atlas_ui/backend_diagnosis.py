@@ -1,0 +1,96 @@
+"""The diagnosis of the run on screen (issue 22, "What went wrong"), cached per process.
+
+It is computed from the pieces of the cached translation (free or forced), not by translating
+again: the forced passes of `transformer.diagnosis` alone, ~20-60 ms for a Multi30k sentence on
+2 threads, once per (model, device, pieces, ablated heads) and then shared by every session. So
+the strip marks and the summary run on every page run, and a click or a rerun costs a cache hit."""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import streamlit as st
+
+from transformer.diagnosis import Item, diagnose_items
+
+from .backend import get_translator, translation_slots
+from .catalogue import ModelRef
+from .result import read_only
+from .settings import max_concurrent
+
+LOG = logging.getLogger("atlas_ui")
+SIGNAL_NAMES = {"log_p": "log p", "pmi": "contrastive conditioning (source gain)",
+                "deletion_drop": "source-word deletion (coverage)"}
+
+
+@dataclass(frozen=True)
+class Findings:
+    """One run's diagnosis as plain, read-only data (shared by every session)."""
+    sentence_score: float
+    hallucination: np.ndarray        # (T,) per output piece
+    omission: np.ndarray             # (S,) per source piece
+    flags: tuple                     # ((kind, start, end, score, evidence dict), ...)
+    output_evidence: dict            # name -> (T,) raw signal
+    source_evidence: dict            # name -> (S,)
+    missing: tuple                   # signals this model could not give
+    threshold: float = 0.5
+
+    def spans(self) -> list:
+        """(kind, start, end, score) of every flag, for viz.diagnosis.diagnosis_summary."""
+        return [flag[:4] for flag in self.flags]
+
+
+@dataclass(frozen=True)
+class DiagnosisFailed:
+    """The diagnosis could not be computed for this run (a short reason, shown as is)."""
+    reason: str
+
+
+def diagnosis_for(model: ModelRef, device: str, result) -> Findings | DiagnosisFailed:
+    """The Findings of the Result on screen (same pieces, same ablated heads)."""
+    return _diagnose(model, device, tuple(result.source_tokens), tuple(result.target_tokens[:1]),
+                     tuple(result.output_tokens), tuple(result.head_mask), max_concurrent())
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _diagnose(model: ModelRef, device: str, source: tuple, start: tuple, output: tuple, head_mask: tuple,
+              slots: int) -> Findings | DiagnosisFailed:
+    if not output or not source:
+        return DiagnosisFailed("there is no output piece to check" if source else "the source has no piece")
+    translator = get_translator(model, device)
+    semaphore = translation_slots(slots)
+    if not semaphore.acquire(timeout=120):
+        raise TimeoutError("the server is busy translating for others")
+    try:
+        tok = translator.tokenizer
+        output_ids = tok.piece_ids(output)
+        item = Item(tok.piece_ids(source), tok.piece_ids(start) + output_ids[:-1], output_ids,
+                    list(source), list(output))
+        dg = diagnose_items(translator, [item], head_mask=set(head_mask) or None)[0]
+    except (ValueError, RuntimeError) as exc:
+        LOG.warning("diagnosis failed: %s", exc)
+        return DiagnosisFailed(str(exc)[:200])
+    finally:
+        semaphore.release()
+    return to_findings(dg, len(source), len(output))
+
+
+def to_findings(dg, n_source: int, n_output: int) -> Findings:
+    signals = {name: np.asarray(value, dtype=np.float32) for name, value in (dg.signals or {}).items()}
+    flags = tuple((f.kind, int(f.start), int(f.end), float(f.score), dict(f.evidence)) for f in dg.flags)
+    return Findings(
+        sentence_score=float(dg.sentence_score),
+        hallucination=read_only(np.asarray(dg.hallucination, dtype=np.float32)),
+        omission=read_only(np.asarray(dg.omission, dtype=np.float32)), flags=flags,
+        output_evidence={k: read_only(v) for k, v in signals.items() if v.shape == (n_output,) and k != "deletion_drop"},
+        source_evidence={k: read_only(v) for k, v in signals.items() if v.shape == (n_source,) and k == "deletion_drop"},
+        missing=tuple(str(m) for m in (dg.missing or ())))
+
+
+def missing_note(findings: Findings) -> str:
+    """Which signals this model could not give (the others are still shown), or ""."""
+    if not findings.missing:
+        return ""
+    names = ", ".join(SIGNAL_NAMES.get(m, m) for m in findings.missing)
+    return f"This model cannot give {names}; the scores use the other signals."

@@ -1,0 +1,97 @@
+"""Diagnosis: which output pieces the source does not seem to support and which source words the
+translation seems to leave out, each score next to the signals behind it; a click on an output
+piece opens its step in Decoding steps (cross-attention, contributions, top-k)."""
+from __future__ import annotations
+
+from functools import partial
+
+import pandas as pd
+import streamlit as st
+
+from viz.diagnosis import (EVIDENCE_HELP, diagnosis_figure, diagnosis_selection, diagnosis_summary, source_strip_html,
+                           words_of)
+
+from .. import state
+from ..backend_diagnosis import DiagnosisFailed, Findings, diagnosis_for, missing_note
+from ..common import chart, escape_md
+from .base import View, ViewContext
+
+STEPS_VIEW = "Decoding steps"
+
+
+def _on_piece_pick(key: str, steps: int) -> None:
+    """A click on an output bar: that piece's step, in the step-by-step view."""
+    step = diagnosis_selection((st.session_state.get(key) or {}).get("selection") or {})
+    if step is not None and 0 <= step < steps:
+        state.put("step", int(step))
+        state.put("view", STEPS_VIEW)
+
+
+def flag_table(findings, result) -> pd.DataFrame:
+    """One row per flagged span: what, where, its score and the numbers behind it."""
+    rows = []
+    for kind, start, end, score, evidence in findings.flags:
+        pieces = result.output_tokens if kind == "hallucination" else result.source_tokens
+        numbers = {k: round(v, 3) for k, v in evidence.items() if isinstance(v, float)}
+        rows.append({"flag": "unsupported" if kind == "hallucination" else "left out",
+                     "text": words_of(pieces[start:end]) or " ".join(map(str, pieces[start:end])),
+                     "pieces": f"{start}–{end - 1}" if end - start > 1 else str(start),
+                     "score": round(score, 3), **numbers})
+    return pd.DataFrame(rows)
+
+
+def render(ctx: ViewContext):
+    result, display = ctx.result, ctx.display
+    findings = diagnosis_for(ctx.model, ctx.device, result)
+    if isinstance(findings, DiagnosisFailed):
+        st.info("No diagnosis for this translation: " + escape_md(findings.reason, 200))
+        return None
+    st.markdown(source_strip_html(result.source_tokens, findings.omission, threshold=findings.threshold,
+                                  show_space=display.show_space), unsafe_allow_html=True)
+    note = missing_note(findings)
+    if note:
+        st.info(escape_md(note, 300))
+    what = "the forced translation" if result.forced else "the model's translation"
+    fig = diagnosis_figure(findings.hallucination, result.output_tokens, findings.omission, result.source_tokens,
+                           output_evidence=findings.output_evidence, source_evidence=findings.source_evidence,
+                           threshold=findings.threshold, show_space=display.show_space,
+                           title=f"Diagnosis of {what} · detached score {findings.sentence_score:.2f}",
+                           height=470)
+    chart(fig, "diagnosis_chart", on_select=partial(_on_piece_pick, "diagnosis_chart", len(result.output_tokens)),
+          selection_mode="points")
+    helps = " · ".join(text for name, text in EVIDENCE_HELP.items()
+                       if name in findings.output_evidence or name in findings.source_evidence)
+    st.caption("Click an output bar to open its step in Decoding steps. Scores ≥ "
+               f"{findings.threshold:g} are coloured (purple: unsupported, green: left out). " + helps)
+    if findings.flags:
+        st.dataframe(flag_table(findings, result), hide_index=True, key="diagnosis_flags")
+    return fig
+
+
+VIEW = View(
+    name="Diagnosis", title="What went wrong",
+    explains="Which output pieces the source does not seem to support (possible hallucinations) and which "
+             "source words the translation seems to leave out, each score next to the signals behind it; "
+             "click an output piece to open its step.",
+    render=render)
+
+
+def strip_marks(findings) -> dict:
+    """token_probability_html keywords that frame the unsupported pieces (none without findings)."""
+    if isinstance(findings, Findings):
+        return dict(unsupported=findings.hallucination, threshold=findings.threshold)
+    return {}
+
+
+def summary_line(findings, result) -> None:
+    """One short line under the translation: what the diagnosis found, or that nothing was."""
+    if findings is None:
+        return
+    if isinstance(findings, DiagnosisFailed):
+        st.caption("**Diagnosis:** unavailable for this translation (" + escape_md(findings.reason, 120) + ").")
+        return
+    text = diagnosis_summary(findings.spans(), result.output_tokens, result.source_tokens)
+    note = missing_note(findings)
+    st.caption("**Diagnosis:** " + escape_md(text, 240) + (" " + escape_md(note, 160) if note else ""),
+               help="Scores from the model's own passes: contrastive conditioning on the source, source-word "
+                    "deletion, log p (see the Diagnosis view).")

@@ -1,0 +1,177 @@
+"""What went wrong: the diagnosis's scores drawn next to their evidence, the source strip with
+left-out words marked, and the one sentence that says what was found.
+
+Pure: arrays + pieces in, a go.Figure / an HTML string / plain text out. Scores are in [0, 1],
+higher = more suspicious (transformer/diagnosis.py); evidence is any named per-piece signal."""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ._base import as_array, as_probabilities, figure_title, point_customdata, token_axis
+from ._figure import build_figure
+from ._labels import display_tokens, escape_html, escape_label, is_special, show_piece
+from .panels import UNSUPPORTED
+
+OMITTED = "#1b7837"                 # green: "the translation may leave this source word out"
+OMITTED_MARK = f"border:2px dotted {OMITTED};"
+CALM = "#c9c9c9"                    # a piece under the threshold
+OUTPUT, SOURCE = 0, 1               # customdata[0]: which part of the figure a bar belongs to
+EVIDENCE_NAMES = {"log_p": "log p (nats)", "pmi": "source gain (nats)", "deletion_drop": "drop without it (nats)"}
+EVIDENCE_HELP = {"log_p": "log p: low = the model doubts the piece",
+                 "pmi": "source gain: log p(piece | source) − log p(piece | no source), ≤ 0 = the source adds nothing",
+                 "deletion_drop": "drop: the fall of log p(translation) when the source word is deleted, "
+                                  "≈ 0 = unused"}
+MAX_LISTED = 3                      # spans named in the summary sentence
+
+
+def _scores(values, pieces: Sequence, name: str) -> np.ndarray:
+    scores = as_probabilities(values, name)
+    if scores.ndim != 1 or len(scores) != len(pieces):
+        raise ValueError(f"{name} has shape {scores.shape} for {len(pieces)} pieces")
+    return scores
+
+
+def source_strip_html(tokens: Sequence[str], omission, *, threshold: float = 0.5, show_space: bool = True) -> str:
+    """The source pieces in a row, those the translation likely leaves out framed in dotted green,
+    with the score on hover. Escaped for st.markdown(unsafe_allow_html=True); one line, no newline."""
+    if isinstance(tokens, str):
+        raise ValueError("tokens must be a list of pieces, not a string")
+    tokens = [str(t) for t in tokens]
+    scores = _scores(omission, tokens, "omission")
+    spans = []
+    for i, (tok, score) in enumerate(zip(tokens, scores.tolist())):
+        label = escape_html(show_piece(tok, show_space=show_space))
+        left_out = score >= threshold
+        title = f"{i}: {label} · " + (f"left out? {score:.2f}" if left_out else f"left out {score:.2f}")
+        spans.append(f'<span class="aa-source{" aa-omitted" if left_out else ""}" title="{title}" '
+                     f'style="padding:1px 3px;margin:1px;border-radius:3px;white-space:pre;display:inline-block;'
+                     f'{OMITTED_MARK if left_out else "border:1px solid #e3e3e3;"}">{label}</span>')
+    legend = (f'<span class="aa-legend-omitted" style="font-size:0.75em;color:#666;margin-left:10px;'
+              f'white-space:nowrap"><span style="{OMITTED_MARK}padding:0 6px">framed</span> = left out of the '
+              f'translation? (diagnosis)</span>')
+    return f'<div class="aa-sources" style="line-height:1.9">{"".join(spans)}{legend}</div>'
+
+
+def _bars(values: np.ndarray, flagged: np.ndarray, part: int, labels: list, name: str, axis: str,
+          fmt: str) -> dict:
+    customdata = [[part, i, lab] for i, lab in enumerate(labels)]
+    return dict(type="bar", x=list(range(len(values))), y=values.tolist(), name=escape_label(name),
+                xaxis=f"x{axis}", yaxis=f"y{axis}", customdata=customdata, showlegend=False,
+                marker=dict(color=[UNSUPPORTED if part == OUTPUT and f else OMITTED if f else CALM
+                                   for f in flagged.tolist()]),
+                hovertemplate=f"%{{customdata[1]}} %{{customdata[2]}}<br>{escape_label(name)} %{{y:{fmt}}}"
+                              "<extra></extra>")
+
+
+def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, source_tokens: Sequence[str], *,
+                     output_evidence: Mapping[str, Sequence[float]] | None = None,
+                     source_evidence: Mapping[str, Sequence[float]] | None = None, threshold: float = 0.5,
+                     title: str = "", show_space: bool = False, height: int | None = None) -> go.Figure:
+    """Stacked panels sharing their piece axis: each output piece's "unsupported" score (T,), then
+    each of its evidence signals; then each source piece's "left out" score (S,) and its evidence.
+    Pieces at or above `threshold` are coloured (purple: unsupported, green: left out). Every bar's
+    customdata is [part (0 output, 1 source), index, label], so a click names its piece."""
+    outputs, sources = [str(t) for t in output_tokens], [str(t) for t in source_tokens]
+    h, o = _scores(hallucination, outputs, "hallucination"), _scores(omission, sources, "omission")
+    panels = [(OUTPUT, "unsupported score", h, h >= threshold, ".2f")]
+    for name, values in (output_evidence or {}).items():
+        panels.append((OUTPUT, EVIDENCE_NAMES.get(name, name), _evidence(values, outputs, name), h >= threshold, ".2f"))
+    panels.append((SOURCE, "left-out score", o, o >= threshold, ".2f"))
+    for name, values in (source_evidence or {}).items():
+        panels.append((SOURCE, EVIDENCE_NAMES.get(name, name), _evidence(values, sources, name), o >= threshold, ".2f"))
+    labels = {OUTPUT: display_tokens(outputs, show_space=show_space),
+              SOURCE: display_tokens(sources, show_space=show_space)}
+    n, gap = len(panels), 0.045
+    size = (1.0 - gap * (n - 1) - 0.06) / n            # 0.06: room for the output pieces' tick labels
+    traces, layout = [], {}
+    top = 1.0
+    for k, (part, name, values, flagged, fmt) in enumerate(panels):
+        axis = "" if k == 0 else str(k + 1)
+        lastof = k == n - 1 or panels[k + 1][0] != part
+        traces.append(_bars(values, flagged, part, labels[part], name, axis, fmt))
+        if name.endswith("score"):
+            layout[f"yaxis{axis}"] = dict(range=[0, 1], tickvals=[0, threshold, 1], automargin=True)
+        else:
+            layout[f"yaxis{axis}"] = dict(automargin=True, zeroline=True, zerolinecolor="#999")
+        layout[f"yaxis{axis}"].update(domain=[max(top - size, 0.0), top], showgrid=True, gridcolor="#eeeeee",
+                                      title=dict(text=escape_label(name), font=dict(size=10)))
+        x = token_axis(labels[part] if lastof else None, "", values=None)
+        x.update(anchor=f"y{axis}", showticklabels=lastof, range=[-0.5, len(values) - 0.5])
+        layout[f"xaxis{axis}"] = x
+        top -= size + gap + (0.06 if lastof and part == OUTPUT else 0.0)
+    link_axes(layout, panels)
+    layout.update(title=figure_title(title), height=height or 120 + 95 * n, plot_bgcolor="white",
+                  margin=dict(l=10, r=10, t=50 if title else 20, b=10), bargap=0.25, clickmode="event+select",
+                  dragmode=False)
+    return build_figure(traces, layout)
+
+
+def link_axes(layout: dict, panels: list) -> None:
+    """Panels of one part share their x axis (a piece sits at the same place in each)."""
+    first = {}
+    for k, (part, *_rest) in enumerate(panels):
+        name = "xaxis" + ("" if k == 0 else str(k + 1))
+        ref = "x" + ("" if k == 0 else str(k + 1))
+        if part in first:
+            layout[name]["matches"] = first[part]
+        else:
+            layout[name].pop("matches", None)
+            first[part] = ref
+
+
+def _evidence(values, pieces: list, name: str) -> np.ndarray:
+    arr = np.nan_to_num(as_array(values, name, ndim=1).astype(float), nan=0.0, posinf=0.0, neginf=-50.0)
+    if len(arr) != len(pieces):
+        raise ValueError(f"{name} has {len(arr)} values for {len(pieces)} pieces")
+    return arr
+
+
+def diagnosis_selection(points) -> int | None:
+    """The output piece (step) of the first clicked bar of an output panel, else None."""
+    if isinstance(points, Mapping):
+        inner = points.get("selection", points)
+        points = inner.get("points", []) if isinstance(inner, Mapping) else []
+    for point in points or []:
+        cd = point_customdata(point) if isinstance(point, Mapping) else None
+        if cd is not None and len(cd) >= 2:
+            try:
+                part, index = int(cd[0]), int(cd[1])
+            except (TypeError, ValueError):
+                continue
+            if part == OUTPUT and index >= 0:
+                return index
+    return None
+
+
+def words_of(pieces: Sequence[str], limit: int = 60) -> str:
+    """Pieces as the text they spell ("▁the", "▁ca", "t" -> "the cat"), special pieces left out,
+    cut at `limit` characters."""
+    text = "".join(str(p) for p in pieces if not is_special(str(p)))
+    text = " ".join(text.replace("\u2581", " ").replace("\u0120", " ").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], source_tokens: Sequence[str]) -> str:
+    """One plain-text sentence (escape it to show it): what was flagged, or that nothing was.
+    flags: (kind "hallucination" | "omission", start, end, score), end exclusive."""
+    unsupported = [(a, b) for kind, a, b, _ in flags if kind == "hallucination"]
+    omitted = [(a, b) for kind, a, b, _ in flags if kind == "omission"]
+    parts = []
+    if unsupported:
+        count = sum(b - a for a, b in unsupported)
+        named = ", ".join(f"“{words_of(output_tokens[a:b], 40) or output_tokens[a]}”" for a, b in unsupported[:MAX_LISTED])
+        more = " …" if len(unsupported) > MAX_LISTED else ""
+        parts.append(f"{count} output piece{'s' if count != 1 else ''} look{'s' if count == 1 else ''} "
+                     f"unsupported by the source: {named}{more}")
+    if omitted:
+        named = ", ".join(f"“{words_of(source_tokens[a:b], 40) or source_tokens[a]}”" for a, b in omitted[:MAX_LISTED])
+        more = " …" if len(omitted) > MAX_LISTED else ""
+        many = len(omitted) > 1 or len(words_of(source_tokens[omitted[0][0]:omitted[0][1]]).split()) > 1
+        parts.append(f"the source word{'s' if many else ''} {named}{more} look{'' if many else 's'} left out")
+    if not parts:
+        return "Nothing looks unsupported by the source or left out of the translation."
+    text = "; ".join(parts)
+    return text[0].upper() + text[1:] + "."
