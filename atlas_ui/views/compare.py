@@ -1,13 +1,29 @@
-"""Compare: heads side by side, and one head across sentences."""
+"""Compare: the sentence and an edited copy (a word swapped for an embedding neighbour, or typed
+anew) translated side by side; or up to four heads side by side."""
 from __future__ import annotations
 
+import re
+
+import numpy as np
 import streamlit as st
 
+from viz.compare import changed_table, swap_map_figure, swap_pieces_figure
+from viz import is_special
+from viz.words import word_spans
+
 from .. import state
-from ..common import escape_md, n_heads, n_layers, norm_caption, norm_switch, pick_head, pick_kind, pick_layer
-from ..settings import KIND_LABELS, KINDS, MAX_COMPARE_HEADS
+from ..backend_compare import pair_runs, swapped_text, word_neighbours
+from ..common import chart, escape_md, n_heads, n_layers, norm_caption, norm_switch
+from ..settings import KIND_LABELS, KINDS, MAX_CHARS, MAX_COMPARE_HEADS, max_concurrent
 from .base import View, ViewContext
 from .shared import head_heatmap
+
+MODES = {"swap": "Edit the source", "heads": "Heads side by side"}
+VALUES = {"alti": "ALTI+ contributions", "cross": "Cross-attention (last layer, mean of heads)"}
+MARKERS = "\u2581\u0120"
+LANGUAGE_CODE = re.compile(r"^(__\w+__|>>\w+<<|[a-z]{2,3}_[A-Z][A-Za-z]{1,3})$")   # m2m, Marian, mBART/NLLB
+DEFAULT_FOR = "_compare_default_for"   # (sentence, the default edit made for it)
+SWAP_NOTE = "_compare_swap_note"       # a message from the swap callback for this run
 
 
 def _pick_label(pick: str) -> str:
@@ -15,10 +31,160 @@ def _pick_label(pick: str) -> str:
     return f"{KIND_LABELS[kind]} · L{layer} · H{head}"
 
 
-def render(ctx: ViewContext):
+def source_words(result) -> list[tuple[int, int, str]]:
+    """(start, stop, word) of each source word a swap may replace: words with a letter or digit,
+    not special pieces or language codes."""
+    pieces = result.source_tokens
+    words = []
+    for start, stop in word_spans(pieces):
+        text = "".join(pieces[start:stop]).lstrip(MARKERS)
+        if any(ch.isalnum() for ch in text) and not is_special(text) and not LANGUAGE_CODE.match(text):
+            words.append((start, stop, text))
+    return words
+
+
+def default_edit(ctx: ViewContext) -> str:
+    """A fresh link shows a swap at once: the longest word swapped for its nearest neighbour."""
+    words = sorted(source_words(ctx.result), key=lambda w: (-len(w[2]), w[0]))
+    for start, stop, _ in words[:3]:
+        found = word_neighbours(ctx.model, ctx.device, tuple(ctx.result.source_tokens[start:stop]))
+        if found:
+            return swapped_text(ctx.model, ctx.device, ctx.result.source_tokens, start, stop, found[0][0])
+    return ""
+
+
+def seed_edit(ctx: ViewContext) -> None:
+    """Before the field is drawn: a default swap when there is no edited sentence yet, renewed when
+    the sentence above changes while the edited one is still the old default."""
+    text = ctx.text[:MAX_CHARS]
+    made_for, made = st.session_state.get(DEFAULT_FOR, (None, None))
+    current = state.kept("compare_text")
+    if current is None or (made_for != text and current == made):
+        made = default_edit(ctx)
+        st.session_state[DEFAULT_FOR] = (text, made)
+        state.put("compare_text", made)
+
+
+def _on_swap(ctx: ViewContext, words: list, word: int, key: str) -> None:
+    """A neighbour picked: the edited sentence becomes the sentence with that word swapped."""
+    piece = st.session_state.get(key)
+    if not piece or not 0 <= word < len(words):
+        return
+    start, stop, _ = words[word]
+    edited = swapped_text(ctx.model, ctx.device, ctx.result.source_tokens, start, stop, piece)
+    state.put("compare_text", edited)
+    if not edited.strip():
+        st.session_state[SWAP_NOTE] = "That swap leaves the source empty: pick another word or neighbour."
+
+
+def swap_controls(ctx: ViewContext) -> None:
+    """Click a source word, then one of its nearest neighbours in the model's embedding space."""
+    words = source_words(ctx.result)
+    if not words:
+        st.info("This sentence has no word to swap.")
+        return
+    options = list(range(len(words)))
+    state.restore("compare_word", None, lambda v: v is None or v in options)
+    word = state.remember("compare_word", st.pills(
+        "Swap a word: click a source word", options, key="compare_word", selection_mode="single",
+        format_func=lambda i: escape_md(words[i][2], 40)))
+    if word is None:
+        return
+    start, stop, text = words[word]
+    found = word_neighbours(ctx.model, ctx.device, tuple(ctx.result.source_tokens[start:stop]))
+    if not found:
+        st.info(f"“{escape_md(text, 40)}” has no neighbours in this model's vocabulary: pick another word.")
+        return
+    similarity = dict(found)
+    key = f"compare_swap_{word}"
+    st.radio(f"Nearest to “{escape_md(text, 40)}” in the model's source embeddings (cosine similarity): "
+             "pick one to swap it in", list(similarity), key=key, index=None, horizontal=True,
+             format_func=lambda p: f"{escape_md(p.lstrip(MARKERS), 40)} ({similarity[p]:.2f})",
+             on_change=_on_swap, args=(ctx, words, word, key))
+    if stop - start > 1:
+        st.caption("This word is several pieces: its neighbours are those of its pieces' mean embedding, "
+                   "and the whole word is replaced by one piece.")
+
+
+def edited_sentence(ctx: ViewContext, where) -> str | None:
+    """The edited sentence to translate, or None after a message saying why there is none."""
+    with where:
+        edited = state.text_input("Edited sentence", "compare_text", "", placeholder="Type a sentence, or "
+                                  "swap a word below", help="Translated with the same model and decoding; "
+                                  "kept in the share link.", label_visibility="collapsed")
+    note = st.session_state.pop(SWAP_NOTE, None)
+    if note and not edited.strip():
+        st.info(note)
+        return None
+    if not edited.strip():
+        st.info("The edited sentence is empty: type one above, or swap a word below.")
+        return None
+    if len(edited) > MAX_CHARS:
+        st.warning(f"The edited sentence has {len(edited)} characters, more than the {MAX_CHARS} allowed: "
+                   "shorten it to compare.")
+        return None
+    return edited
+
+
+def swap_mode(ctx: ViewContext, where):
+    """Both translations side by side: the main map, the pieces with their probabilities, the
+    changed pieces, then the swap controls (a click there changes the edited sentence above)."""
+    result, display = ctx.result, ctx.display
+    seed_edit(ctx)
+    with where[1]:
+        values = state.selectbox("Values", list(VALUES), "compare_values", format_func=VALUES.get,
+                                 label_visibility="collapsed")
+    edited = edited_sentence(ctx, where[0])
+    figure = None
+    if edited is not None:
+        try:
+            original, other, note = pair_runs(ctx.model, ctx.device, ctx.text[:MAX_CHARS], edited, ctx.beam,
+                                              max_concurrent(), values == "alti")
+        except ValueError as exc:
+            st.info("The edited sentence cannot be translated: " + escape_md(str(exc), 200))
+            original = None
+        except (RuntimeError, TimeoutError) as exc:
+            st.warning("Could not translate the edited sentence: " + escape_md(str(exc), 200))
+            original = None
+        if original is not None:
+            figure = draw_pair(original, other, values if not note else "cross", display)
+            if note:
+                st.caption(escape_md(note, 300) + " Showing cross-attention.")
+            if ctx.target:
+                st.caption("Both sentences are decoded freely here (the reference above applies to the first only).")
+    swap_controls(ctx)
+    return figure
+
+
+def draw_pair(a, b, values: str, display):
+    """The main map, then the aligned pieces and the changed-pieces table."""
+    if values == "alti":
+        map_a, map_b, title = a.source_contribution, b.source_contribution, "contribution"
+    else:
+        map_a, map_b = (run.attention["cross"][-1].mean(axis=0) for run in (a, b))
+        title = "attention"
+    fig = swap_map_figure(map_a, map_b, a.output_tokens, b.output_tokens, a.source_tokens, b.source_tokens,
+                          f"{VALUES[values]}: original (left) and edited (right)", value_title=title,
+                          show_space=display.show_space, height=int(np.clip(260 + 22 * max(len(a.output_tokens),
+                                                                    len(b.output_tokens)), 480, 900)))
+    chart(fig, "compare_swap_map")
+    pieces = swap_pieces_figure(a.source_tokens, b.source_tokens, a.output_tokens, b.output_tokens, a.probs(),
+                                b.probs(), show_space=display.show_space)
+    chart(pieces, "compare_swap_pieces")
+    table = changed_table(a.output_tokens, b.output_tokens, a.probs(), b.probs(), map_a, map_b, a.source_tokens,
+                          b.source_tokens)
+    if table.empty:
+        st.caption("Both translations have the same pieces; only their probabilities and the maps differ.")
+    else:
+        st.caption("Output pieces that changed, and how much of each came from the edited source pieces "
+                   f"({title}, share of the row).")
+        st.dataframe(table, hide_index=True, key="compare_changed")
+    return fig
+
+
+def heads_mode(ctx: ViewContext):
     result, display = ctx.result, ctx.display
     norm = norm_switch(display)
-    st.subheader("Heads side by side")
     heads = n_heads(result)
     options = [f"{kind}:{layer}:{head}" for kind in KINDS for layer in range(n_layers(result, kind))
                for head in range(heads)]
@@ -31,41 +197,24 @@ def render(ctx: ViewContext):
         kind, layer, head = pick.split(":")
         with column:
             figures.append(head_heatmap(result, display, kind, int(layer), int(head), f"compare_head_{index}",
-                                         height=420))
-
-    st.subheader("One head across sentences")
-    columns = st.columns(3)
-    with columns[0]:
-        kind = pick_kind()
-    with columns[1]:
-        layer = pick_layer(result, kind)
-    with columns[2]:
-        head = pick_head(result)
-    others = [row.get(ctx.source_key, "") for row in ctx.examples[1:3]]
-    texts = [state.text_input(f"Sentence {i + 2}" + (" (optional)" if i else ""), f"compare_text_{i}",
-                              others[i] if i < len(others) else "") for i in range(2)]
-    columns = st.columns(3)
-    with columns[0]:
-        st.caption("Sentence 1 (the one above)")
-        head_heatmap(result, display, kind, layer, head, "compare_sentence_0", height=420)
-    for index, (column, text) in enumerate(zip(columns[1:], texts), start=1):
-        with column:
-            if not text.strip():
-                st.info("Type a sentence to compare.")
-                continue
-            try:
-                other = ctx.translate_other(text)
-            except (ValueError, RuntimeError, TimeoutError) as exc:   # bad text, explain failure, busy server
-                st.info(escape_md(str(exc)))
-                continue
-            st.caption(f"Sentence {index + 1} → " + escape_md(other.text, 120))
-            head_heatmap(other, display, kind, layer, head, f"compare_sentence_{index}", height=420)
-    norm_caption(norm, None, display.normalize)
+                                        height=480))
+    norm_caption(norm, figures[0] if figures else None, display.normalize)
     return figures[0] if figures else None
 
 
+def render(ctx: ViewContext):
+    columns = st.columns([1.4, 4, 2], vertical_alignment="center")
+    with columns[0]:
+        mode = state.radio("Compare", list(MODES), "compare_mode", format_func=MODES.get,
+                           label_visibility="collapsed")
+    if mode == "heads":
+        return heads_mode(ctx)
+    return swap_mode(ctx, columns[1:])
+
+
 VIEW = View(
-    name="Compare", title="Heads and sentences side by side",
-    explains="Up to four heads next to each other, then one head on up to three sentences, to see whether a "
-             "head does the same job everywhere.",
-    render=render, norm_switch=True)
+    name="Compare", title="The sentence and an edited copy, or heads side by side",
+    explains="Swap a source word for one the model finds similar (or type another sentence) and see both "
+             "translations side by side: what changed, how sure the model was, and where each piece came from.",
+    render=render, norm_switch=True,
+    url_fields=(("edited", "compare_text", str), ("compare", "compare_mode", str)))

@@ -1,0 +1,46 @@
+"""Compare's cached parts: a source piece's embedding neighbours, the edited sentence a swap makes,
+and the pair of runs (original, edited) with the same model and decoding. Results are plain data."""
+from __future__ import annotations
+
+import streamlit as st
+
+# at module level (see backend.py: two threads importing one package at once can deadlock)
+from transformer.neighbours import nearest_pieces, source_ids, swap_word
+
+from .backend import ExplainFailed, get_translator, translate, translate_explained
+from .backend_explain import explain_unavailable
+from .catalogue import ModelRef
+from .result import Result
+
+NEIGHBOURS = 8               # swap candidates offered for one word
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def word_neighbours(model: ModelRef, device: str, pieces: tuple, k: int = NEIGHBOURS) -> list[tuple[str, float]]:
+    """[(piece, cosine)] nearest to a word (its pieces' mean source embedding), pieces that start a
+    word only, so the swap replaces a whole word by a whole word; empty pieces (a bare ▁) left out."""
+    translator = get_translator(model, device)
+    ids = source_ids(translator, list(pieces))
+    found = nearest_pieces(translator, ids, k + 4, word_start=True)
+    return [(n.piece, n.similarity) for n in found if n.piece.lstrip("\u2581\u0120").strip()][:k]
+
+
+def swapped_text(model: ModelRef, device: str, source_tokens, start: int, stop: int, piece: str) -> str:
+    """The sentence with source pieces [start, stop) replaced by `piece`, as text."""
+    return swap_word(get_translator(model, device), list(source_tokens), start, stop, piece)
+
+
+def pair_runs(model: ModelRef, device: str, text: str, edited: str, beam: int, slots: int,
+              contributions: bool) -> tuple[Result, Result, str]:
+    """(original run, edited run, note): both decoded freely with the same beam (no reference), with
+    ALTI+ when `contributions` and the model allows it; the note says why not, else ""."""
+    note = ""
+    if contributions:
+        note = explain_unavailable(get_translator(model, device)) or ""
+    if contributions and not note:
+        runs = [translate_explained(model, device, sentence, beam, None, slots) for sentence in (text, edited)]
+        if not any(isinstance(run, ExplainFailed) for run in runs):
+            return runs[0], runs[1], ""
+        note = "ALTI+ contributions could not be computed for one of the sentences."
+    return (translate(model, device, text, beam, None, slots), translate(model, device, edited, beam, None, slots),
+            note)

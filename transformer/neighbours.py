@@ -1,0 +1,134 @@
+"""Nearest vocabulary pieces in a model's source embedding space: what a source word could be
+swapped for ("what if the source said *bat* instead of *club*?", issue 23).
+
+`nearest_pieces(translator, ids, k)` ranks every piece of the source vocabulary by the cosine
+similarity of its input embedding row to the query: the row of `ids`, or the mean of the rows when
+a word is several pieces (the word is swapped as a whole). Left out: the special pieces (padding,
+<unk>, <s>, </s>, language codes, any piece the tokenizer marks special) and the query pieces
+themselves. `word_start=True` keeps only pieces that begin a word (▁ / Ġ), so a swap replaces a
+whole word by a whole word. Works for our models (`model.source_embedding`) and every Hugging Face
+family (`model.get_encoder().embed_tokens`; Marian with separate vocabularies reads source ids by
+its source vocabulary). `swap_word` turns a swap into the edited sentence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+WORD_MARKERS = ("\u2581", "\u0120")      # sentencepiece ▁, byte-level BPE Ġ
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    piece: str          # the vocabulary piece, as the source side names it
+    id: int             # its source-side id (a row of the embedding matrix)
+    similarity: float   # cosine similarity to the query, in [-1, 1]
+
+
+def source_embedding_matrix(translator) -> np.ndarray:
+    """(V, D) float32: the source-side input embedding rows (before any scale: cosine ignores it)."""
+    model = translator.model
+    if hasattr(model, "source_embedding"):                      # ours
+        weight = model.source_embedding.weight
+    else:                                                       # Hugging Face encoder-decoders
+        weight = model.get_encoder().embed_tokens.weight
+    return weight.detach().float().cpu().numpy()
+
+
+def _vocabulary(translator, rows: int) -> tuple[list[str], set]:
+    """(pieces by source id, special ids) for the first `rows` ids that have a piece."""
+    tokenizer = translator.tokenizer
+    hf = getattr(tokenizer, "hf", None)
+    if hf is None:                                              # ours: sentencepiece
+        size = min(rows, len(tokenizer))
+        sp = tokenizer.sp
+        special = {i for i in range(size) if sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i)}
+        return tokenizer.pieces(range(size)), special | {0, 1, 2, 3}
+    source = getattr(tokenizer, "_source", None)                # Marian with separate vocabularies
+    if source is not None:
+        size = min(rows, max(source) + 1)
+        pieces = [source.get(i, "") for i in range(size)]
+    else:
+        size = min(rows, len(tokenizer))
+        pieces = [str(p) if p is not None else "" for p in hf.convert_ids_to_tokens(list(range(size)))]
+    special = {int(i) for i in hf.all_special_ids if i is not None}
+    special |= {int(i) for i in getattr(hf, "lang_code_to_id", {}).values()}
+    special |= {i for i, piece in enumerate(pieces) if not piece}                 # ids without a piece
+    return pieces, special
+
+
+def is_word_start(piece: str) -> bool:
+    return piece.startswith(WORD_MARKERS)
+
+
+def nearest_pieces(translator, ids, k: int = 8, *, word_start: bool = False) -> list[Neighbour]:
+    """The k source pieces nearest to `ids` (one id, or a word's ids: their mean embedding) by
+    cosine similarity of the model's source input embeddings, most similar first (ties: lower id).
+    Special pieces and `ids` themselves never appear; fewer than k come back when the vocabulary
+    has fewer candidates. ValueError for k < 1, no ids, or an id outside the vocabulary."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    query_ids = [int(ids)] if isinstance(ids, (int, np.integer)) else [int(i) for i in ids]
+    if not query_ids:
+        raise ValueError("no piece to find neighbours for")
+    matrix = source_embedding_matrix(translator)                                 # (V, D)
+    pieces, special = _vocabulary(translator, matrix.shape[0])
+    size = len(pieces)
+    for i in query_ids:
+        if not 0 <= i < size:
+            raise ValueError(f"id {i} is outside the source vocabulary (0..{size - 1})")
+    matrix = matrix[:size]
+    query = matrix[query_ids].mean(axis=0)                                        # (D,)
+    norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
+    similarity = matrix @ query / np.maximum(norms, 1e-12)                        # (V,)
+    allowed = np.ones(size, dtype=bool)
+    allowed[list(special | set(query_ids))] = False
+    if word_start:
+        allowed &= np.fromiter((is_word_start(p) for p in pieces), dtype=bool, count=size)
+    candidates = np.flatnonzero(allowed)
+    order = candidates[np.lexsort((candidates, -similarity[candidates]))][:int(k)]
+    return [Neighbour(pieces[i], int(i), float(similarity[i])) for i in order]
+
+
+def source_ids(translator, pieces) -> list[int]:
+    """Source pieces (Translation.source_tokens) back to source-side ids."""
+    source = getattr(translator.tokenizer, "_source", None)
+    if source is not None:
+        by_piece = {piece: i for i, piece in source.items()}
+        missing = [p for p in pieces if p not in by_piece]
+        if missing:
+            raise ValueError(f"{missing[0]!r} is not a piece of this source vocabulary")
+        return [by_piece[p] for p in pieces]
+    return translator.tokenizer.piece_ids(pieces)
+
+
+def swap_word(translator, pieces, start: int, stop: int, replacement: str) -> str:
+    """The sentence of `pieces` (a Translation's source_tokens) with pieces[start:stop] replaced by
+    the piece `replacement`, as text to translate again; special pieces are left out. A replacement
+    that starts a word gets a space before it even where the old word had none."""
+    pieces = [str(p) for p in pieces]
+    if not 0 <= start < stop <= len(pieces):
+        raise ValueError(f"no pieces {start}..{stop} in a sentence of {len(pieces)}")
+    ids = source_ids(translator, pieces)
+    _, special = _vocabulary(translator, max(ids) + 1)
+    keep = [p for i, p in zip(ids[:start], pieces[:start]) if i not in special]
+    tail = [p for i, p in zip(ids[stop:], pieces[stop:]) if i not in special]
+    edited = keep + [str(replacement)] + tail
+    hf = getattr(translator.tokenizer, "hf", None)
+    if hf is None:
+        return "".join(edited).replace(WORD_MARKERS[0], " ").strip()
+    with translator.tokenizer.lock:
+        return hf.convert_tokens_to_string(edited).strip()
+
+
+__all__ = ["Neighbour", "nearest_pieces", "source_embedding_matrix", "source_ids", "swap_word", "is_word_start"]
+
+if __name__ == "__main__":          # a quick look: python -m transformer.neighbours pretrained/en-de ▁dog
+    import sys
+    from .translator import Translator
+    tr = Translator.load(sys.argv[1], device="cpu")
+    with torch.inference_mode():
+        for n in nearest_pieces(tr, source_ids(tr, [sys.argv[2]]), 10, word_start=True):
+            print(f"{n.similarity:.3f} {n.piece}")
