@@ -1,0 +1,144 @@
+"""AppTest checks of "What went wrong" (issue 22) in the app: the framed pieces in the translation
+strip, the one-line summary, the left-out source words, and the Diagnosis view's numbers, each
+recomputed from the API (`translate(..., diagnose=True)`)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from test_app import MODELS, array, check_clean, new_app, specs
+
+pytestmark = pytest.mark.skipif(not MODELS, reason="no model directory")
+UNSUPPORTED = re.compile(r'class="aa-token[^"]*aa-unsupported[^"]*" title="(\d+):')
+OMITTED = re.compile(r'class="aa-source aa-omitted" title="(\d+):')
+
+
+@pytest.fixture(scope="module")
+def translator():
+    from atlas_ui.settings import DEFAULT_MODEL
+    from transformer import Translator
+    name = DEFAULT_MODEL if DEFAULT_MODEL in MODELS else next(iter(MODELS))
+    return Translator.load(MODELS[name], device="cpu")
+
+
+@pytest.fixture(scope="module")
+def rows(translator):
+    from atlas_ui.main import examples_for
+    from atlas_ui.settings import models_dir
+    src, tgt = translator.source_lang, translator.target_lang
+    found = [row for row in examples_for(models_dir(), src, tgt) if row.get(src) and row.get(tgt)]
+    if len(found) < 2:
+        pytest.skip("the shipped examples have no references in this language pair")
+    return src, tgt, found
+
+
+def opened(**params):
+    at = new_app()
+    at.query_params.update(params)
+    at.run()
+    check_clean(at, str(params))
+    return at
+
+
+def html_with(at, css_class: str) -> str:
+    blocks = [m.value for m in at.markdown if f'class="{css_class}"' in m.value]
+    assert len(blocks) == 1, f"{len(blocks)} blocks of {css_class}"
+    return blocks[0]
+
+
+def summary(at) -> str:
+    lines = [c.value for c in at.caption if c.value.startswith("**Diagnosis:**")]
+    assert len(lines) == 1, [c.value for c in at.caption]
+    return lines[0].replace("\\", "")        # Markdown escapes off: the sentence as it reads
+
+
+def flagged(scores, threshold: float = 0.5) -> list[int]:
+    return [i for i, s in enumerate(np.asarray(scores)) if s >= threshold]
+
+
+def test_a_detached_forced_translation_is_framed_and_named(translator, rows):
+    src, tgt, found = rows
+    text, detached = found[0][src], found[1][tgt]          # another sentence's reference
+    dg = translator.translate(text, target=detached, diagnose=True).diagnosis
+    expected = flagged(dg.hallucination)
+    assert expected, "the library flags nothing in a detached translation"
+    at = opened(sentence=text, ref=detached)
+    strip = html_with(at, "aa-tokens")
+    assert [int(i) for i in UNSUPPORTED.findall(strip)] == expected
+    assert "aa-legend-unsupported" in strip and "unsupported by the source? " in strip   # legend, hover score
+    line = summary(at)
+    assert f"{len(expected)} output pieces look unsupported by the source" in line
+    assert "left out" in line and "Nothing looks" not in line
+
+
+def test_the_models_own_translation_of_an_easy_example_has_no_marks(translator, rows):
+    src, _, found = rows
+    text = found[1][src]
+    assert not translator.translate(text, diagnose=True).diagnosis.flags
+    at = opened(sentence=text)
+    strip = html_with(at, "aa-tokens")
+    assert "aa-unsupported" not in strip and "aa-legend-unsupported" not in strip
+    assert "unsupported 0.0" in strip                   # every piece still carries its score on hover
+    assert summary(at) == "**Diagnosis:** Nothing looks unsupported by the source or left out of the translation."
+
+
+def test_an_appended_clause_the_translation_lacks_is_flagged_as_left_out(translator, rows):
+    src, tgt, found = rows
+    words = found[1][src].rstrip(".").split()
+    joiner = " und " if src == "de" else " and "
+    text = found[0][src].rstrip(".") + joiner + " ".join(words[len(words) // 2:]) + "."
+    out = translator.translate(text, target=found[0][tgt], diagnose=True)
+    expected = flagged(out.diagnosis.omission)
+    appended = out.source_tokens.index("\u2581" + joiner.strip())            # the first appended piece
+    assert expected and min(expected) >= appended
+    at = opened(sentence=text, ref=found[0][tgt], view="Diagnosis")
+    strip = html_with(at, "aa-sources")
+    assert [int(i) for i in OMITTED.findall(strip)] == expected
+    assert "left out" in summary(at)
+
+
+def test_the_diagnosis_view_draws_each_score_next_to_its_evidence(translator, rows):
+    src, tgt, found = rows
+    text, detached = found[0][src], found[1][tgt]
+    out = translator.translate(text, target=detached, diagnose=True)
+    dg = out.diagnosis
+    at = opened(sentence=text, ref=detached, view="Diagnosis")
+    spec = specs(at)[0]
+    traces = {t["name"]: t for t in spec["data"]}
+    np.testing.assert_allclose(array(traces["unsupported score"]["y"]), dg.hallucination, atol=1e-6)
+    np.testing.assert_allclose(array(traces["log p (nats)"]["y"]), dg.signals["log_p"], atol=1e-5)
+    np.testing.assert_allclose(array(traces["source gain (nats)"]["y"]), dg.signals["pmi"], atol=1e-5)
+    np.testing.assert_allclose(array(traces["left-out score"]["y"]), dg.omission, atol=1e-6)
+    np.testing.assert_allclose(array(traces["drop without it (nats)"]["y"]), dg.signals["deletion_drop"], atol=1e-5)
+    # every output bar names its step: a click on it opens that step (tests/test_browser_diagnosis.py)
+    assert [c[:2] for c in traces["unsupported score"]["customdata"]] == [[0, i] for i in range(len(dg.hallucination))]
+    assert f"detached score {dg.sentence_score:.2f}" in spec["layout"]["title"]["text"]
+    table = at.dataframe[0].value
+    assert set(table["flag"]) == {"unsupported", "left out"} and len(table) == len(dg.flags)
+
+
+@pytest.mark.parametrize("params", [dict(sentence="."), dict(sentence="Hello"),
+                                    dict(sentence="Two dogs play in the snow.", ref="\u200b"),
+                                    dict(sentence="Two dogs play in the snow.", ref="Hund")])
+def test_one_piece_sentences_and_translations_never_crash(params):
+    for view in (None, "Diagnosis"):
+        at = opened(**params, **({"view": view} if view else {}))
+        assert summary(at).startswith("**Diagnosis:** ")
+        assert not at.warning or all("That did not work" not in w.value for w in at.warning)
+
+
+def test_a_signal_the_family_cannot_give_is_named_and_the_others_shown():
+    from atlas_ui.backend_diagnosis import missing_note, to_findings
+    from transformer.diagnosis import Diagnosis
+    dg = Diagnosis(0.2, np.array([0.1, 0.7], np.float32), np.array([0.3, 0.1, 0.0], np.float32), [],
+                   signals={"log_p": np.array([-0.1, -2.0]), "pmi": np.array([1.0, 0.1])}, missing=["deletion_drop"])
+    findings = to_findings(dg, 3, 2)
+    assert set(findings.output_evidence) == {"log_p", "pmi"} and findings.source_evidence == {}
+    assert missing_note(findings) == ("This model cannot give source-word deletion (coverage); "
+                                      "the scores use the other signals.")
+    from viz.diagnosis import diagnosis_figure
+    fig = diagnosis_figure(findings.hallucination, ["▁a", "</s>"], findings.omission, ["▁b", "▁c", "</s>"],
+                           output_evidence=findings.output_evidence, source_evidence=findings.source_evidence)
+    assert [t.name for t in fig.data] == ["unsupported score", "log p (nats)", "source gain (nats)", "left-out score"]
