@@ -1,0 +1,56 @@
+"""Browser tests of "What went wrong" (issue 22) in Chromium: a share link that forces another
+sentence's reference shows the framed pieces and the summary, and a click on a flagged piece in
+the Diagnosis view opens its step in Decoding steps."""
+from __future__ import annotations
+
+from urllib.parse import quote, urlencode
+
+from browser_utils import NEEDS_BROWSER, open_page, script_run, wait_charts_drawn, wait_for_text
+
+pytestmark = NEEDS_BROWSER
+SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."
+DETACHED = "Zwei Männer stehen vor einem Gebäude."          # another example's reference
+
+
+def link(base: str, **params) -> str:
+    return f"{base}/?{urlencode(params, quote_via=quote)}"
+
+
+def test_a_share_link_with_a_detached_reference_shows_the_marks(browser, app_url):
+    page = open_page(browser, link(app_url, sentence=SENTENCE, ref=DETACHED), viewport=(1280, 720))
+    wait_charts_drawn(page, 1)
+    marks = page.locator(".st-key-translation .aa-unsupported")
+    assert marks.count() >= 3
+    assert "unsupported by the source?" in marks.first.get_attribute("title")
+    assert page.locator(".st-key-translation .aa-legend-unsupported").is_visible()
+    style = marks.first.evaluate("e => getComputedStyle(e).borderTopStyle")
+    assert style == "dashed"                       # a frame, apart from the orange probability shading
+    wait_for_text(page, "output pieces look unsupported by the source")
+    assert page.problems == []
+    page.context.close()
+
+
+def test_clicking_a_flagged_piece_opens_its_step(browser, app_url):
+    page = open_page(browser, link(app_url, view="Diagnosis", sentence=SENTENCE, ref=DETACHED), viewport=(1440, 1100))
+    wait_charts_drawn(page, 1)
+    assert page.locator(".aa-sources .aa-omitted").count() >= 1       # the source strip marks left-out words
+    # the first flagged output bar past the first piece, and the pixel in the middle of it
+    box = page.evaluate("""() => {
+        const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0];
+        gd.scrollIntoView({block: 'center', behavior: 'instant'});
+        const t = gd._fullData[0], L = gd._fullLayout, xa = L.xaxis, ya = L.yaxis;
+        const colours = t.marker.color;
+        let p = -1;
+        for (let i = 1; i < t.y.length; i++) if (colours[i] !== '#c9c9c9') { p = i; break; }
+        const r = gd.getBoundingClientRect();
+        return {p: p, x: r.left + xa._offset + xa.l2p(t.x[p]), y: r.top + ya._offset + ya.l2p(t.y[p] / 2)};
+    }""")
+    assert box["p"] >= 1
+    page.mouse.move(box["x"], box["y"])
+    with script_run(page):
+        page.mouse.click(box["x"], box["y"])
+    wait_for_text(page, f"Step {box['p'] + 1} of")
+    checked = page.locator('[data-testid="stRadio"] label').filter(has_text="Decoding steps").locator("input")
+    assert checked.first.is_checked()
+    assert page.problems == []
+    page.context.close()
