@@ -24,7 +24,7 @@ from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBAC
 from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
 from .views import URL_FIELDS, VIEWS, ViewContext
 from .views.contributions import source_share_bar
-from .views.diagnosis import strip_marks, summary_line
+from .views.diagnosis import strip_marks
 from .warm import holds, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")
@@ -110,8 +110,8 @@ def show_translation(result, target_lang: str, display: Display, current: int | 
     with st.container(key="translation"):
         if display.presenter:      # the strip is the translation: one line less between the bar and the chart
             st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space,
-                                               current=current, **strip_marks(findings)), unsafe_allow_html=True)
-            summary_line(findings, result)
+                                               current=current, **strip_marks(findings, result)),
+                        unsafe_allow_html=True)
             return
         label, text = st.columns([1.6, 8], vertical_alignment="center")     # one line: what it is, the text
         label.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: orange = "
@@ -120,8 +120,8 @@ def show_translation(result, target_lang: str, display: Display, current: int | 
         # delayed the first chart by 0.7-1.3 s (benchmarks/bench_first_paint.py)
         text.text(result.text or " ")
         st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space,
-                                           current=current, **strip_marks(findings)), unsafe_allow_html=True)
-        summary_line(findings, result)           # the diagnosis (issue 22): what looks wrong, in one line
+                                           current=current, **strip_marks(findings, result)),
+                    unsafe_allow_html=True)      # with the diagnosis (issue 22): what looks wrong, in one sentence
 
 
 def examples_for(folder, source_lang: str, target_lang: str) -> list:

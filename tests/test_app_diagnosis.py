@@ -3,6 +3,7 @@ strip, the one-line summary, the left-out source words, and the Diagnosis view's
 recomputed from the API (`translate(..., diagnose=True)`)."""
 from __future__ import annotations
 
+import html
 import re
 
 import numpy as np
@@ -13,6 +14,7 @@ from test_app import MODELS, array, check_clean, new_app, specs
 pytestmark = pytest.mark.skipif(not MODELS, reason="no model directory")
 UNSUPPORTED = re.compile(r'class="aa-token[^"]*aa-unsupported[^"]*" title="(\d+):')
 OMITTED = re.compile(r'class="aa-source aa-omitted" title="(\d+):')
+SUMMARY = re.compile(r'<span class="aa-diagnosis"[^>]*>([^<]*)</span>')
 
 
 @pytest.fixture(scope="module")
@@ -49,9 +51,10 @@ def html_with(at, css_class: str) -> str:
 
 
 def summary(at) -> str:
-    lines = [c.value for c in at.caption if c.value.startswith("**Diagnosis:**")]
-    assert len(lines) == 1, [c.value for c in at.caption]
-    return lines[0].replace("\\", "")        # Markdown escapes off: the sentence as it reads
+    """The diagnosis's sentence after the strip's legend, as it reads."""
+    found = SUMMARY.findall(html_with(at, "aa-tokens"))
+    assert len(found) == 1, found
+    return html.unescape(found[0])
 
 
 def flagged(scores, threshold: float = 0.5) -> list[int]:
@@ -81,7 +84,7 @@ def test_the_models_own_translation_of_an_easy_example_has_no_marks(translator, 
     strip = html_with(at, "aa-tokens")
     assert "aa-unsupported" not in strip and "aa-legend-unsupported" not in strip
     assert "unsupported 0.0" in strip                   # every piece still carries its score on hover
-    assert summary(at) == "**Diagnosis:** Nothing looks unsupported by the source or left out of the translation."
+    assert summary(at) == "Diagnosis: Nothing looks unsupported by the source or left out."
 
 
 def test_an_appended_clause_the_translation_lacks_is_flagged_as_left_out(translator, rows):
@@ -125,7 +128,7 @@ def test_the_diagnosis_view_draws_each_score_next_to_its_evidence(translator, ro
 def test_one_piece_sentences_and_translations_never_crash(params):
     for view in (None, "Diagnosis"):
         at = opened(**params, **({"view": view} if view else {}))
-        assert summary(at).startswith("**Diagnosis:** ")
+        assert summary(at).startswith("Diagnosis: ")
         assert not at.warning or all("That did not work" not in w.value for w in at.warning)
 
 
@@ -142,3 +145,11 @@ def test_a_signal_the_family_cannot_give_is_named_and_the_others_shown():
     fig = diagnosis_figure(findings.hallucination, ["▁a", "</s>"], findings.omission, ["▁b", "▁c", "</s>"],
                            output_evidence=findings.output_evidence, source_evidence=findings.source_evidence)
     assert [t.name for t in fig.data] == ["unsupported score", "log p (nats)", "source gain (nats)", "left-out score"]
+
+
+def test_markup_in_a_forced_translation_stays_text_in_the_marks_and_the_sentence():
+    at = opened(sentence="Two dogs play in the snow.", ref="<script>alert(1)</script> **Hund** [x](y)")
+    strip = html_with(at, "aa-tokens")
+    assert "<script" not in strip and "**" not in strip and "](" not in strip
+    assert UNSUPPORTED.findall(strip)                          # the markup is not in the source: framed
+    assert "output pieces look unsupported by the source: “" in summary(at) and "alert(1)" in summary(at)

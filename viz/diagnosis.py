@@ -49,9 +49,10 @@ def source_strip_html(tokens: Sequence[str], omission, *, threshold: float = 0.5
         spans.append(f'<span class="aa-source{" aa-omitted" if left_out else ""}" title="{title}" '
                      f'style="padding:1px 3px;margin:1px;border-radius:3px;white-space:pre;display:inline-block;'
                      f'{OMITTED_MARK if left_out else "border:1px solid #e3e3e3;"}">{label}</span>')
-    legend = (f'<span class="aa-legend-omitted" style="font-size:0.75em;color:#666;margin-left:10px;'
-              f'white-space:nowrap"><span style="{OMITTED_MARK}padding:0 6px">framed</span> = left out of the '
-              f'translation? (diagnosis)</span>')
+    legend = "" if not (scores >= threshold).any() else (
+        f'<span class="aa-legend-omitted" style="font-size:0.75em;color:#666;margin-left:10px;'
+        f'white-space:nowrap"><span style="{OMITTED_MARK}padding:0 6px">framed</span> = left out of the '
+        f'translation? (diagnosis)</span>')
     return f'<div class="aa-sources" style="line-height:1.9">{"".join(spans)}{legend}</div>'
 
 
@@ -84,7 +85,7 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
         panels.append((SOURCE, EVIDENCE_NAMES.get(name, name), _evidence(values, sources, name), o >= threshold, ".2f"))
     labels = {OUTPUT: display_tokens(outputs, show_space=show_space),
               SOURCE: display_tokens(sources, show_space=show_space)}
-    n, gap = len(panels), 0.045
+    n, gap = len(panels), 0.06
     size = (1.0 - gap * (n - 1) - 0.06) / n            # 0.06: room for the output pieces' tick labels
     traces, layout = [], {}
     top = 1.0
@@ -95,7 +96,7 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
         if name.endswith("score"):
             layout[f"yaxis{axis}"] = dict(range=[0, 1], tickvals=[0, threshold, 1], automargin=True)
         else:
-            layout[f"yaxis{axis}"] = dict(automargin=True, zeroline=True, zerolinecolor="#999")
+            layout[f"yaxis{axis}"] = dict(automargin=True, zeroline=True, zerolinecolor="#999", nticks=4)
         layout[f"yaxis{axis}"].update(domain=[max(top - size, 0.0), top], showgrid=True, gridcolor="#eeeeee",
                                       title=dict(text=escape_label(name), font=dict(size=10)))
         x = token_axis(labels[part] if lastof else None, "", values=None)
@@ -172,6 +173,6 @@ def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], sour
         many = len(omitted) > 1 or len(words_of(source_tokens[omitted[0][0]:omitted[0][1]]).split()) > 1
         parts.append(f"the source word{'s' if many else ''} {named}{more} look{'' if many else 's'} left out")
     if not parts:
-        return "Nothing looks unsupported by the source or left out of the translation."
+        return "Nothing looks unsupported by the source or left out."
     text = "; ".join(parts)
     return text[0].upper() + text[1:] + "."

@@ -121,13 +121,15 @@ UNSUPPORTED_MARK = f"border:2px dashed {UNSUPPORTED};"
 
 def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
                            show_space: bool = True, current: int | None = None,
-                           unsupported: Sequence[float] | None = None, threshold: float = 0.5) -> str:
+                           unsupported: Sequence[float] | None = None, threshold: float = 0.5,
+                           note: str = "") -> str:
     """One <div> of <span>s: each output piece shaded by p(piece | prefix), then a legend.
 
     Unsure pieces are orange, so doubt stands out; the legend says so. `current`: the piece being
     produced at the step a view shows, outlined and underlined. `unsupported`: the diagnosis's
     score of each piece (T,); pieces at or above `threshold` get a dashed purple frame (a second,
-    separate question from p: "does the source back this piece?") and the legend an entry. Every
+    separate question from p: "does the source back this piece?") and the legend an entry. `note`:
+    plain text after the legend (the diagnosis's one sentence; on the strip's line when it fits). Every
     piece is escaped (HTML and Markdown) because this goes to st.markdown(unsafe_allow_html=True);
     the snippet has no newline, so Markdown treats it as one raw HTML block.
     """
@@ -165,4 +167,7 @@ def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
         legend += (f'<span class="aa-legend-unsupported" style="font-size:0.75em;color:#666;margin-left:10px;'
                    f'white-space:nowrap"><span style="{UNSUPPORTED_MARK}padding:0 6px">framed</span> '
                    f'= unsupported by the source? (diagnosis)</span>')
+    if note:
+        legend += (f'<span class="aa-diagnosis" style="font-size:0.8em;color:#555;margin-left:10px">'
+                   f'{escape_html(note)}</span>')
     return f'<div class="aa-tokens" style="line-height:1.9">{"".join(spans)}{legend}</div>'

@@ -76,22 +76,14 @@ VIEW = View(
     render=render)
 
 
-def strip_marks(findings) -> dict:
-    """token_probability_html keywords that frame the unsupported pieces (none without findings)."""
-    if isinstance(findings, Findings):
-        return dict(unsupported=findings.hallucination, threshold=findings.threshold)
-    return {}
-
-
-def summary_line(findings, result) -> None:
-    """One short line under the translation: what the diagnosis found, or that nothing was."""
-    if findings is None:
-        return
+def strip_marks(findings, result) -> dict:
+    """token_probability_html keywords: the unsupported pieces framed, and the diagnosis's one
+    sentence after the legend (what was found, that nothing was, or why there is no diagnosis)."""
     if isinstance(findings, DiagnosisFailed):
-        st.caption("**Diagnosis:** unavailable for this translation (" + escape_md(findings.reason, 120) + ").")
-        return
+        return dict(note="Diagnosis: unavailable for this translation (" + findings.reason[:120] + ").")
+    if not isinstance(findings, Findings):
+        return {}
     text = diagnosis_summary(findings.spans(), result.output_tokens, result.source_tokens)
     note = missing_note(findings)
-    st.caption("**Diagnosis:** " + escape_md(text, 240) + (" " + escape_md(note, 160) if note else ""),
-               help="Scores from the model's own passes: contrastive conditioning on the source, source-word "
-                    "deletion, log p (see the Diagnosis view).")
+    return dict(unsupported=findings.hallucination, threshold=findings.threshold,
+                note="Diagnosis: " + text + (" " + note if note else ""))
