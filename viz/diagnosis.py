@@ -85,7 +85,7 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
         panels.append((SOURCE, EVIDENCE_NAMES.get(name, name), _evidence(values, sources, name), o >= threshold, ".2f"))
     labels = {OUTPUT: display_tokens(outputs, show_space=show_space),
               SOURCE: display_tokens(sources, show_space=show_space)}
-    n, gap = len(panels), 0.06
+    n, gap = len(panels), 0.08
     size = (1.0 - gap * (n - 1) - 0.06) / n            # 0.06: room for the output pieces' tick labels
     traces, layout = [], {}
     top = 1.0

@@ -13,7 +13,7 @@ from viz.diagnosis import (EVIDENCE_HELP, diagnosis_figure, diagnosis_selection,
 
 from .. import state
 from ..backend_diagnosis import DiagnosisFailed, Findings, diagnosis_for, missing_note
-from ..common import chart, escape_md
+from ..common import chart, escape_md, shared_figure
 from .base import View, ViewContext
 
 STEPS_VIEW = "Decoding steps"
@@ -48,21 +48,19 @@ def render(ctx: ViewContext):
         return None
     st.markdown(source_strip_html(result.source_tokens, findings.omission, threshold=findings.threshold,
                                   show_space=display.show_space), unsafe_allow_html=True)
-    note = missing_note(findings)
-    if note:
-        st.info(escape_md(note, 300))
     what = "the forced translation" if result.forced else "the model's translation"
-    fig = diagnosis_figure(findings.hallucination, result.output_tokens, findings.omission, result.source_tokens,
-                           output_evidence=findings.output_evidence, source_evidence=findings.source_evidence,
-                           threshold=findings.threshold, show_space=display.show_space,
-                           title=f"Diagnosis of {what} · detached score {findings.sentence_score:.2f}",
-                           height=470)
+    fig = shared_figure(result, ("diagnosis", display.show_space), lambda: diagnosis_figure(
+        findings.hallucination, result.output_tokens, findings.omission, result.source_tokens,
+        output_evidence=findings.output_evidence, source_evidence=findings.source_evidence,
+        threshold=findings.threshold, show_space=display.show_space, height=470,
+        title=f"Diagnosis of {what} · detached score {findings.sentence_score:.2f}"))
     chart(fig, "diagnosis_chart", on_select=partial(_on_piece_pick, "diagnosis_chart", len(result.output_tokens)),
           selection_mode="points")
     helps = " · ".join(text for name, text in EVIDENCE_HELP.items()
                        if name in findings.output_evidence or name in findings.source_evidence)
     st.caption("Click an output bar to open its step in Decoding steps. Scores ≥ "
-               f"{findings.threshold:g} are coloured (purple: unsupported, green: left out). " + helps)
+               f"{findings.threshold:g} are coloured (purple: unsupported, green: left out). " + helps
+               + (" " + escape_md(missing_note(findings), 300) if findings.missing else ""))
     if findings.flags:
         st.dataframe(flag_table(findings, result), hide_index=True, key="diagnosis_flags")
     return fig
