@@ -19,7 +19,7 @@ from viz import average_statistics
 from .catalogue import ModelRef
 from .result import Result, kind_statistics, to_result
 from .settings import MAX_LOADED_MODELS, TOP_K
-from .warm import hold, model_key, translation_key
+from .warm import held, hold, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")
 
@@ -44,10 +44,18 @@ def available_devices() -> list:
     return ["cuda", "cpu"] if torch.cuda.is_available() else ["cpu"]
 
 
-@st.cache_resource(show_spinner=False, max_entries=MAX_LOADED_MODELS)
 def get_translator(ref: ModelRef, device: str):
     """One Translator per (model, languages, device) per process; the least recently used one
-    goes when more than MAX_LOADED_MODELS are asked for, so memory stays bounded."""
+    goes when more than MAX_LOADED_MODELS are asked for, so memory stays bounded.
+
+    What the process holds already is handed out without st.cache_resource's hashing of the
+    arguments (every session of an audience asks for the same model and translation)."""
+    ready = held().get(model_key(ref, device))
+    return ready if ready is not None else _get_translator(ref, device)
+
+
+@st.cache_resource(show_spinner=False, max_entries=MAX_LOADED_MODELS)
+def _get_translator(ref: ModelRef, device: str):
     # Hugging Face loads take turns inside Translator.load (transformer/hf/load.py)
     if ref.source_lang or ref.target_lang:
         translator = Translator.load(ref.path, device=device, source_lang=ref.source_lang,
@@ -56,6 +64,16 @@ def get_translator(ref: ModelRef, device: str):
         translator = Translator.load(ref.path, device=device)
     settle_heap()
     return hold(model_key(ref, device), translator)
+
+
+def _forget_translators() -> None:
+    """get_translator.clear(): the cache and what this process holds of it (tests start afresh)."""
+    _get_translator.clear()
+    for key in [key for key in list(held().keys()) if isinstance(key, tuple) and key[:1] == ("model",)]:
+        held().pop(key, None)
+
+
+get_translator.clear = _forget_translators
 
 
 def settle_heap() -> None:
@@ -68,7 +86,6 @@ def settle_heap() -> None:
     gc.freeze()
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
 def translate(model: ModelRef, device: str, text: str, beam_size: int, target, slots: int,
               head_mask: tuple = (), explain: bool = False) -> Result:
     """Translate with capture; cached per (model, device, text, beam size, reference, ablated heads,
@@ -78,6 +95,15 @@ def translate(model: ModelRef, device: str, text: str, beam_size: int, target, s
     an audience opening the same link costs one translation and no copies.
     `target`: None, a reference text, or a tuple of pieces fed exactly (forced decoding).
     """
+    ready = held().get(translation_key(model, device, text, beam_size, target, head_mask, explain))
+    if isinstance(ready, Result):
+        return ready
+    return _translate(model, device, text, beam_size, target, slots, tuple(head_mask), explain)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _translate(model: ModelRef, device: str, text: str, beam_size: int, target, slots: int,
+               head_mask: tuple = (), explain: bool = False) -> Result:
     translator = get_translator(model, device)
     semaphore = translation_slots(slots)
     if not semaphore.acquire(timeout=120):
@@ -98,10 +124,16 @@ class ExplainFailed:
     reason: str
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
 def translate_explained(model: ModelRef, device: str, text: str, beam_size: int, target, slots: int) -> Result | ExplainFailed:
     """translate(explain=True), with a failure remembered for that translation like a result: the
     page then shows the raw weights at once on later runs instead of trying again each time."""
+    ready = held().get(translation_key(model, device, text, beam_size, target, (), True))
+    return ready if ready is not None else _translate_explained(model, device, text, beam_size, target, slots)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False)
+def _translate_explained(model: ModelRef, device: str, text: str, beam_size: int, target,
+                         slots: int) -> Result | ExplainFailed:
     try:
         return translate(model, device, text, beam_size, target, slots, explain=True)
     except (ValueError, RuntimeError) as exc:

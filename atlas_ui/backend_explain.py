@@ -4,6 +4,7 @@ head_importance.json of a model directory. Results are plain data (numpy, pandas
 from __future__ import annotations
 
 import contextlib
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -108,7 +109,7 @@ def attribution_average(path, device: str, texts: tuple, beam_size: int, slots: 
                 correlations=correlation_summary(pd.concat(correlations, ignore_index=True)))
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@functools.lru_cache(maxsize=16)      # shared, read only: st.cache_data unpickled a copy for every session
 def _head_importance(path: str, stamp) -> tuple:
     try:
         return load_head_importance(path), None
@@ -116,9 +117,16 @@ def _head_importance(path: str, stamp) -> tuple:
         return None, str(exc)
 
 
+def head_importance_stamp(path):
+    """The size and time of a model directory's head_importance.json; None without the file."""
+    folder = str(path[0] if isinstance(path, tuple) else path)
+    (stamp,) = file_stamps((str(Path(folder) / "head_importance.json"),))
+    return stamp
+
+
 def head_importance(path) -> tuple:
     """(the parsed head_importance.json or None, an error message or None) of a model directory;
     (None, None) for a model without the file (hub ids, Hugging Face directories)."""
     folder = str(path[0] if isinstance(path, tuple) else path)
-    (stamp,) = file_stamps((str(Path(folder) / "head_importance.json"),))   # None: no file
+    stamp = head_importance_stamp(folder)                                   # None: no file
     return (None, None) if stamp is None else _head_importance(folder, stamp)

@@ -1,11 +1,14 @@
 """The result of one translation as plain, picklable data: what every view draws from."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from viz import head_statistics
+
+from .figures import FigureCache
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,20 @@ def to_result(out, device: str, head_mask: tuple = (), key: str = "") -> Result:
 
 
 def kind_statistics(result: Result) -> dict:
-    """kind -> head statistics of one run (diagonal share only where queries and keys align)."""
+    """kind -> head statistics of one run (diagonal share only where queries and keys align).
+    Worked out once per translation (`result.key`) for every session that asks; read only."""
+    if not result.key:
+        return _statistics(result)
+    return statistics_cache().get(("kind_statistics", result.key), lambda: _statistics(result))
+
+
+@functools.lru_cache(maxsize=1)
+def statistics_cache() -> FigureCache:
+    """The process's head statistics, by translation (built once even when a crowd asks at once)."""
+    return FigureCache(64)
+
+
+def _statistics(result: Result) -> dict:
     statistics = {}
     for kind in result.attention:
         queries, keys = result.axes(kind)

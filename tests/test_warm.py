@@ -47,3 +47,68 @@ def test_the_share_link_cannot_be_reshaped_by_the_page_path():
     url = markdown_safe_url(share_url(crafted, {"sentence": "A (big) [dog] <b>`x`</b>\nrun", "view": "Heatmap"}))
     assert not set("()[]<> `\n\\") & set(url)          # nothing that ends or starts a Markdown link
     assert parse_qs(urlparse(url).query)["sentence"] == ["A (big) [dog] <b>`x`</b>\nrun"]
+
+
+def test_a_shared_figure_sends_the_json_plotly_makes_for_it():
+    """What st.plotly_chart does with a figure (to a dict, then to JSON) gives plotly's own JSON for
+    a shared figure, made once; a presenter copy leaves the shared one as it was."""
+    import numpy as np
+    import plotly.graph_objects as go
+    import plotly.io
+    import plotly.tools
+
+    from atlas_ui.figures import FigureCache, SharedFigure
+    from viz import overview_figure, presenter_figure
+
+    weights = np.random.default_rng(0).random((2, 3, 4, 5)).astype(np.float32)         # (L, H, Q, K)
+    make = lambda: overview_figure(weights, list("abcd"), ["<s>", "x", "y", "z", "</s>"], "t",  # noqa: E731
+                                   kind_label="Cross", marked=[(1, 2)])
+    expected = plotly.io.to_json(make(), validate=False)
+    shared = FigureCache(4).get(("overview",), make)
+    assert isinstance(shared, SharedFigure) and isinstance(shared, go.Figure)
+    as_streamlit_does = plotly.tools.return_figure_from_figure_or_data(shared, validate_figure=True)
+    assert plotly.io.to_json(as_streamlit_does, validate=False) == expected
+    assert plotly.io.to_json(shared, validate=False) == expected
+    big = presenter_figure(shared)
+    assert type(big) is go.Figure and big.layout.font.size == 18
+    assert shared.layout.font.size is None and plotly.io.to_json(shared, validate=False) == expected
+    assert plotly.io.to_json(shared.to_dict(), pretty=True) != expected       # other options: plotly's own answer
+
+
+def test_a_crowd_asking_for_one_figure_builds_it_once():
+    import threading
+
+    import plotly.graph_objects as go
+
+    from atlas_ui.figures import FigureCache
+
+    cache, builds, start = FigureCache(4), [], threading.Barrier(8)
+
+    def build():
+        builds.append(1)
+        return go.Figure(go.Heatmap(z=[[1, 2], [3, 4]]))
+
+    got = []
+
+    def session():
+        start.wait()
+        got.append(cache.get(("run", "view"), build))
+
+    threads = [threading.Thread(target=session) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(builds) == 1 and len(got) == 8 and all(figure is got[0] for figure in got)
+
+
+def test_head_statistics_are_worked_out_once_per_translation():
+    from atlas_ui.backend import get_translator
+    from atlas_ui.catalogue import ModelRef
+    from atlas_ui.result import kind_statistics
+    ref = ModelRef("pretrained/en-de")
+    get_translator(ref, "cpu")
+    result = translate(ref, "cpu", "A dog runs on the beach.", 1, None, 2)
+    assert translate(ref, "cpu", "A dog runs on the beach.", 1, None, 2) is result      # what the process holds
+    first = kind_statistics(result)
+    assert kind_statistics(result) is first and set(first) == {"encoder_self", "decoder_self", "cross"}

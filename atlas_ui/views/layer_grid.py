@@ -5,7 +5,8 @@ import streamlit as st
 
 from viz import head_grid_figure
 
-from ..common import norm_caption, norm_switch, pick_kind, pick_layer, value_options, weights_for
+from ..common import (norm_caption, norm_switch, pick_kind, pick_layer, shared_figure, value_options,
+                      weights_for)
 from ..settings import KIND_LABELS
 from .base import View, ViewContext
 from .shared import clickable_tiles
@@ -19,11 +20,15 @@ def render(ctx: ViewContext):
         kind = pick_kind()
     with columns[1]:
         layer = pick_layer(result, kind)
-    weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
-    fig = head_grid_figure(weights[layer], queries, keys, f"{KIND_LABELS[kind]} · layer {layer} · all heads"
-                           + (" · norm-weighted" if norm else ""), normalize=display.normalize,
-                           show_space=display.show_space, layer=layer,
-                           **value_options(result, display, kind, weights))
+
+    def build():
+        weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
+        return head_grid_figure(weights[layer], queries, keys, f"{KIND_LABELS[kind]} · layer {layer} · all heads"
+                                + (" · norm-weighted" if norm else ""), normalize=display.normalize,
+                                show_space=display.show_space, layer=layer,
+                                **value_options(result, display, kind, weights))
+
+    fig = shared_figure(result, ("layer_grid", kind, layer, norm, display), build)    # once for an audience
     norm_caption(norm, fig, display.normalize)
     clickable_tiles(fig, f"grid_{kind}_{layer}", result, display, kind, fixed_layer=layer)
     return fig

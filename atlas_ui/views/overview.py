@@ -5,7 +5,7 @@ import streamlit as st
 
 from viz import overview_figure
 
-from ..common import norm_caption, norm_switch, pick_kind, value_options, weights_for
+from ..common import norm_caption, norm_switch, pick_kind, shared_figure, value_options, weights_for
 from ..settings import KIND_LABELS
 from .base import View, ViewContext
 from .importance import load_importance
@@ -18,13 +18,18 @@ def render(ctx: ViewContext):
     norm = norm_switch(display, columns[1])
     with columns[0]:
         kind = pick_kind()
-    weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
     importance = load_importance(ctx.model.path, result)          # head_importance.json: heads to outline
     marked, note = importance.marked(kind), importance.note
-    fig = overview_figure(weights, queries, keys, f"{KIND_LABELS[kind]}: every layer × every head"
-                          + (" · norm-weighted" if norm else ""), normalize=display.normalize,
-                          kind_label=KIND_LABELS[kind], show_space=display.show_space, marked=marked,
-                          **value_options(result, display, kind, weights))
+
+    def build():
+        weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
+        return overview_figure(weights, queries, keys, f"{KIND_LABELS[kind]}: every layer × every head"
+                               + (" · norm-weighted" if norm else ""), normalize=display.normalize,
+                               kind_label=KIND_LABELS[kind], show_space=display.show_space, marked=marked,
+                               **value_options(result, display, kind, weights))
+
+    # every head of the sentence: built once per process for an audience on the same link
+    fig = shared_figure(result, ("overview", kind, norm, display, tuple(marked)), build)
     clickable_tiles(fig, f"overview_{kind}", result, display, kind)
     st.caption("Rows of tiles are layers, columns are heads." + (" " + note if note else ""))
     norm_caption(norm, fig, display.normalize)
