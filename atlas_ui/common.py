@@ -42,11 +42,20 @@ def escape_md(text: str, limit: int = 300) -> str:
     return _MD_SPECIAL.sub(r"\\\1", text)     # CommonMark: a backslash makes punctuation literal
 
 
+# Presenter mode on a 720-px projector: a view's main chart (any figure at least PRESENTER_MAIN_FROM
+# px tall; small multiples and strips are shorter) is drawn at least PRESENTER_MIN_HEIGHT px tall, so
+# that a short sentence still fills the slide.
+PRESENTER_MAIN_FROM, PRESENTER_MIN_HEIGHT = 300, 470
+
+
 def chart(fig, key: str, **kwargs):
     """Draw a plotly figure with the project's toolbar config and the figure's own colours
     (readable on light and dark pages alike); larger fonts in presenter mode."""
     if state.kept("presenter", False):
         fig = presenter_figure(fig)
+        height = fig.layout.height
+        if height is not None and PRESENTER_MAIN_FROM <= height < PRESENTER_MIN_HEIGHT:
+            fig.update_layout(height=PRESENTER_MIN_HEIGHT)      # a copy already: the slide's picture
     image_format = state.kept("image_format", "png")
     config = PLOTLY_CONFIG if image_format == "png" else svg_config()
     return st.plotly_chart(fig, key=key, config=config, theme=None, width="stretch", **kwargs)

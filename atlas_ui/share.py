@@ -11,11 +11,22 @@ import streamlit as st
 from viz import figure_html, trace_json, trace_npz, trace_payload
 
 # Constants only (no user text): larger type, no Streamlit header or toolbar, wider page.
+# The chart is the slide: no header or sidebar, little padding, a slim bar of controls, the
+# translation strip at reading size (main.COMPACT_CSS comes first; these win).
 PRESENTER_CSS = """<style>
-html { font-size: 20px; }
-[data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"] { display: none; }
-[data-testid="stMainBlockContainer"] { max-width: 100%; padding-left: 2rem; padding-right: 2rem; }
-[data-testid="stMarkdownContainer"] .aa-tokens { font-size: 1.4rem; }
+html { font-size: 19px; }
+[data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"],
+[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], [data-testid="stExpandSidebarButton"] { display: none; }
+[data-testid="stMainBlockContainer"] { max-width: 100%; padding: 0.7rem 1.5rem 1rem; }
+[data-testid="stMain"] [data-testid="stVerticalBlock"] { gap: 0.4rem; }
+[data-testid="stMarkdownContainer"] .aa-tokens { font-size: 1.15rem; }
+[data-testid="stWidgetLabel"] { min-height: 0; margin-bottom: 0; }
+[data-testid="stWidgetLabel"] p { font-size: 0.8rem; }
+.stSelectbox, .stRadio { display: flex; flex-direction: row; align-items: center; gap: 0.45rem; }
+.stSelectbox > [data-testid="stWidgetLabel"], .stRadio > [data-testid="stWidgetLabel"] { flex: 0 0 auto; width: auto; }
+.stSelectbox > div:not([data-testid="stWidgetLabel"]) { flex: 1 1 auto; min-width: 0; }
+.stRadio [role="radiogroup"] { flex-wrap: nowrap; gap: 0.2rem 0.6rem; }
+[data-testid="stCaptionContainer"] { font-size: 0.7rem; }
 </style>"""
 
 

@@ -224,6 +224,20 @@ def click_point(page, chart_index: int, trace_index: int, point_index: int) -> N
         page.mouse.click(box["x"], box["y"])
 
 
+def chart_share(page) -> float:
+    """How much of the window's height the tallest chart fills, unscrolled, as a visitor sees it:
+    the visible part of the largest chart (plot, axes and title) over the window's height."""
+    return page.evaluate("""() => {
+        const h = window.innerHeight;
+        let best = 0;
+        for (const c of document.querySelectorAll('[data-testid="stPlotlyChart"]')) {
+            const r = c.getBoundingClientRect();
+            best = Math.max(best, Math.min(r.bottom, h) - Math.max(r.top, 0));
+        }
+        return best / h;
+    }""")
+
+
 def wait_charts_drawn(page, count: int = 1, timeout: float = 120_000) -> None:
     """Wait until at least `count` charts exist and every chart on the page has been drawn by
     plotly.js at its final width (plotly.js is loaded lazily: charts appear after the run ends)."""

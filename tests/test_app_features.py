@@ -189,7 +189,7 @@ def test_export_buttons_and_presenter_mode():
     assert configs and all(c["toImageButtonOptions"]["format"] == "svg" for c in configs)
     at.toggle(key="presenter").set_value(True).run()
     check_clean(at, "presenter")
-    assert any("font-size: 20px" in md.value for md in at.markdown), "presenter CSS"
+    assert any("font-size: 19px" in md.value for md in at.markdown), "presenter CSS"
     assert not at.slider, "no slider to steal the arrow keys in presenter mode"
     assert any(md.value.startswith("### Step 1 of") for md in at.markdown)
     at.button(key="step_next").click().run()

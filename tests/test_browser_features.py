@@ -9,8 +9,9 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 
 import pytest
 
-from browser_utils import (CHART, NEEDS_BROWSER, SHARE_LINK, click_point, open_page, pick_view, plot_state,
-                           running_app, script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
+from atlas_ui.views import VIEWS
+from browser_utils import (CHART, NEEDS_BROWSER, SHARE_LINK, chart_share, click_point, open_page, pick_view,
+                           plot_state, running_app, script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
 
 pytestmark = NEEDS_BROWSER
 SENTENCE = "Two dogs play in the snow."
@@ -137,23 +138,46 @@ def test_presenter_mode_keys_in_light_and_dark_themes(browser, app_url, tmp_path
         page.context.close()
 
 
-TOUR = {"Heatmap": {}, "Layer grid": {}, "Overview": {}, "Decoding steps": {"step": 3}, "Beam": {"beam": 4},
-        "Head summary": {}, "Rollout": {}, "Ablation": {"ablate": "cross:2:0,cross:2:1,cross:2:2,cross:2:3"},
-        "Compare": {}, "Masks": {}, "Positional encodings": {}}
+# the share-link parameters a view needs to show its picture (Beam: beam search; Ablation: heads off)
+LINK_PARAMS = {"Decoding steps": {"step": 3}, "Beam": {"beam": 4},
+               "Ablation": {"ablate": "cross:2:0,cross:2:1,cross:2:2,cross:2:3"}}
+TOUR_SENTENCE = "A little girl climbs the stairs to the red house."
 
 
-@pytest.mark.parametrize("view", list(TOUR))
+def view_link(app_url: str, view: str, **extra) -> str:
+    return link(app_url, view=view, sentence=TOUR_SENTENCE, **LINK_PARAMS.get(view, {}), **extra)
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
 def test_tour_screenshot_of_every_view(browser, app_url, view, screenshots):
-    page = opened(browser, link(app_url, view=view, sentence="A little girl climbs the stairs to the red house.",
-                                **TOUR[view]), viewport=(1280, 720))                  # a projector's screen
+    page = opened(browser, view_link(app_url, view), viewport=(1280, 720))                  # a projector's screen
     wait_for_plot(page, "gd.querySelector('.xtick') || gd.querySelector('.point')")
     option = page.locator('[data-testid="stRadio"] label').filter(has_text=re.compile(rf"^\s*{re.escape(view)}\s*$"))
     assert option.locator("input").first.is_checked()
     # as a visitor sees the link at 1280x720, unscrolled: the picture is on the first screen
+    share = chart_share(page)
+    assert share >= 0.40, f"{view}: the main chart fills {share:.0%} of a 1280x720 window"
     path = screenshots / f"tour-{view.lower().replace(' ', '-')}.png"
     page.screenshot(path=str(path), full_page=False)
     assert path.stat().st_size > 10_000
     assert plot_state(page) is not None
+    assert page.problems == []
+    page.context.close()
+
+
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_every_view_keeps_the_picture_first_on_a_projector_and_a_laptop(browser, app_url, view):
+    """Presenter mode at 1280x720: the chart fills 60% of the height, no sidebar; and the plain page
+    at 1440x900 keeps its 40%."""
+    page = opened(browser, view_link(app_url, view, present=1), viewport=(1280, 720))
+    share = chart_share(page)
+    assert share >= 0.60, f"{view}, presenter: the main chart fills {share:.0%} of a 1280x720 window"
+    assert not page.locator('[data-testid="stSidebar"]').first.is_visible()
+    assert page.problems == []
+    page.context.close()
+    page = opened(browser, view_link(app_url, view), viewport=(1440, 900))
+    share = chart_share(page)
+    assert share >= 0.40, f"{view}: the main chart fills {share:.0%} of a 1440x900 window"
     assert page.problems == []
     page.context.close()
 

@@ -48,30 +48,26 @@ def head_picker(result) -> list:
 
 def render(ctx: ViewContext):
     """Re-runs this sentence with the ticked heads off (ctx.variant), and forced through the original
-    output on both sides."""
+    output on both sides. One row of controls (the head picker folded in a popover), then the chart,
+    then the two translations."""
     result, display = ctx.result, ctx.display
-    st.caption("Tick heads to switch them off: that head's output is zeroed before the layer's output "
-               "projection. The sentence is translated again with the same decoding, and the original "
-               "output is forced through the ablated model to show how each piece's probability changed.")
-    mask = tuple(head_picker(result))
+    picker, summary = st.columns([2.2, 7.8], vertical_alignment="center")
+    ticked = len(state.ablated_heads())
+    with picker.popover(f"Heads switched off: {ticked}", width="stretch"):
+        st.caption("Tick heads to switch them off: that head's output is zeroed before the layer's output "
+                   "projection. The sentence is translated again with the same decoding, and the original "
+                   "output is forced through the ablated model to show how each piece's probability changed.")
+        mask = tuple(head_picker(result))
     if not mask:
-        st.info("No head is switched off yet. Tick one or more heads above.")
+        summary.info("No head is switched off yet. Open “Heads switched off” and tick one or more heads.")
         return None
     ablated = ctx.variant(head_mask=mask)
     old, new = result.output_tokens, ablated.output_tokens
     changed = max(changed_count(old, new), changed_count(new, old))
-    st.markdown(f"**{len(mask)} head{'s' if len(mask) != 1 else ''} off** · "
-                + ("the translation did not change" if old == new
-                   else f"{changed} piece{'s' if changed != 1 else ''} changed"))
-    left, right = st.columns(2)
-    with left:
-        st.markdown("**Original**")
-        st.code(result.text or " ", language=None, wrap_lines=True)
-        st.markdown(diff_html(old, new, side="old", show_space=display.show_space), unsafe_allow_html=True)
-    with right:
-        st.markdown("**With the heads switched off**")
-        st.code(ablated.text or " ", language=None, wrap_lines=True)
-        st.markdown(diff_html(old, new, side="new", show_space=display.show_space), unsafe_allow_html=True)
+    summary.markdown(f"**{len(mask)} head{'s' if len(mask) != 1 else ''} off** "
+                     f"({escape_md(state.format_heads(mask), 120)}) · "
+                     + ("the translation did not change" if old == new
+                        else f"{changed} piece{'s' if changed != 1 else ''} changed"))
 
     # Both runs forced through the same pieces, so step t means the same thing on both sides.
     base = ctx.variant(pieces=tuple(old))
@@ -84,6 +80,15 @@ def render(ctx: ViewContext):
     worst = table.loc[table["change"].idxmin()]
     st.caption(f"Largest drop: step {int(worst['step'])} ({escape_md(worst['piece'], 40)}), "
                f"{worst['original']:.3f} → {worst['ablated']:.3f}.")
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Original**")
+        st.code(result.text or " ", language=None, wrap_lines=True)
+        st.markdown(diff_html(old, new, side="old", show_space=display.show_space), unsafe_allow_html=True)
+    with right:
+        st.markdown("**With the heads switched off**")
+        st.code(ablated.text or " ", language=None, wrap_lines=True)
+        st.markdown(diff_html(old, new, side="new", show_space=display.show_space), unsafe_allow_html=True)
     st.dataframe(table, hide_index=True, key="ablation_table", column_config={
         name: st.column_config.NumberColumn(format="%.4f") for name in ("original", "ablated", "change")})
     return fig

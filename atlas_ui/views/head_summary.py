@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from viz import statistic_figure
-from viz.stats import STAT_COLUMNS
+from viz.stats import STAT_COLUMNS, STAT_TITLES
 
 from .. import state
 from ..common import chart, n_heads, n_layers, pick_kind
@@ -17,6 +17,7 @@ from .importance import importance_rows, importance_section, load_importance
 from .shared import focus_on, focus_panel, on_tile_pick
 
 SCOPES = ("This sentence", "All examples")
+MAIN_HEIGHT = 440          # px: the large statistic map and the opened head beside it
 
 
 def statistics_table(frames: dict) -> pd.DataFrame:
@@ -40,10 +41,12 @@ def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
     example_count = len(ctx.example_texts())
     importance = load_importance(ctx.model.path, result)
-    scope = state.radio("Statistics of", SCOPES, "stats_scope", horizontal=True,
-                        format_func=lambda s: s if s == SCOPES[0] else f"All {example_count} examples",
-                        help="Averaged over the example sentences: each sentence translated with the "
-                             "current model and decoding, its statistics computed, then averaged.")
+    scope_column, statistic_column, kind_column = st.columns([2.4, 2.2, 2.2], vertical_alignment="bottom")
+    with scope_column:
+        scope = state.radio("Statistics of", SCOPES, "stats_scope", horizontal=True,
+                            format_func=lambda s: s if s == SCOPES[0] else f"All {example_count} examples",
+                            help="Averaged over the example sentences: each sentence translated with the "
+                                 "current model and decoding, its statistics computed, then averaged.")
     if scope == SCOPES[0]:
         frames = kind_statistics(result)
     else:
@@ -52,19 +55,31 @@ def render(ctx: ViewContext):
         if not frames:
             st.info("There are no example sentences to average over.")
             frames = kind_statistics(result)
-    kind = pick_kind()
-    columns = st.columns(3)
-    main = None
-    for index, column in enumerate(STAT_COLUMNS):
-        fig = statistic_figure(frames[kind], column)
-        key = f"stat_{kind}_{column}"
-        with columns[index % 3]:
+    with statistic_column:
+        statistic = state.selectbox("Statistic", STAT_COLUMNS, "stat_main", format_func=STAT_TITLES.get,
+                                    help="The statistic drawn large; the others are below.")
+    with kind_column:
+        kind = pick_kind()
+    # the chosen statistic large, and the head a click opens right beside it (not below the fold)
+    big, beside = st.columns([1, 1])
+    with big:
+        main = statistic_figure(frames[kind], statistic)
+        main.update_layout(height=MAIN_HEIGHT)
+        key = f"stat_{kind}_{statistic}"
+        chart(main, key, on_select=partial(on_tile_pick, key, n_layers(result, kind), n_heads(result)),
+              selection_mode="points")
+    with beside:
+        focus_panel(result, display, kind, "stats_focus", height=MAIN_HEIGHT - 60)
+    others = [column for column in STAT_COLUMNS if column != statistic]
+    for column, name in zip(st.columns(len(others)), others):
+        fig = statistic_figure(frames[kind], name)
+        key = f"stat_{kind}_{name}"
+        with column:
             chart(fig, key, on_select=partial(on_tile_pick, key, n_layers(result, kind), n_heads(result)),
                   selection_mode="points")
-        main = main or fig
     if kind == "cross":
         st.caption("Cross-attention has no diagonal (queries are target pieces, keys are source pieces).")
-    st.caption("Click a cell, or select a row of the table, to open that head below. "
+    st.caption("Click a cell, or select a row of the table, to open that head beside the large map. "
                "Sort the table by clicking a column header.")
     table = statistics_table(frames)
     table = importance_rows(importance, table)
@@ -74,7 +89,6 @@ def render(ctx: ViewContext):
                      c: number for c in (*STAT_COLUMNS, "michel")} | {
                      "loss_change": st.column_config.NumberColumn(format="%.4f")})
     importance_section(importance, kind, on_tile_pick)
-    focus_panel(result, display, kind, "stats_focus")
     return main
 
 

@@ -40,7 +40,7 @@ def clickable_tiles(fig, chart_key: str, result, display, kind: str, fixed_layer
     focus_panel(result, display, kind, f"{chart_key}_focus", fixed_layer)
 
 
-def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = None):
+def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = None, height: int | None = None):
     """The head a click opened, large, with layer/head selectors and an undo button."""
     columns = st.columns([2, 2, 1])
     with columns[0]:
@@ -48,7 +48,7 @@ def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = 
     with columns[1]:
         head = pick_head(result)
     undo_focus_button(columns[2])
-    return head_heatmap(result, display, kind, layer, head, key)
+    return head_heatmap(result, display, kind, layer, head, key, height=height)
 
 
 FOCUS_HISTORY = "_focus_history"     # (layer, head) before each click on a tile, newest last
@@ -89,6 +89,6 @@ def undo_focus() -> None:
 def undo_focus_button(column) -> None:
     """Focus set by a click can be undone: back to the head shown before it."""
     history = st.session_state.get(FOCUS_HISTORY) or []
-    label = "↩ Undo focus" + (f" (layer {history[-1][1]}, head {history[-1][2]})" if history else "")
-    column.button(label, key="undo_focus", on_click=undo_focus, disabled=not history,
-                  help="Go back to the head that was open before the last click on a tile.")
+    back = f" (layer {history[-1][1]}, head {history[-1][2]})" if history else ""
+    column.button("↩ Undo focus", key="undo_focus", on_click=undo_focus, disabled=not history,
+                  help=f"Go back to the head that was open before the last click on a tile{back}.")
