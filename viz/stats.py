@@ -74,10 +74,7 @@ def statistic_figure(df: pd.DataFrame, column: str, title: str = "", *,
         raise ValueError(f"unknown statistic {column!r}; expected one of {list(STAT_COLUMNS)}")
     if not {"layer", "head"} <= set(df.columns):
         raise ValueError("statistics frame needs 'layer' and 'head' columns")
-    grid = df.pivot_table(index="layer", columns="head", values=column, aggfunc="mean",
-                          dropna=False)                                            # (L, H)
-    z = grid.to_numpy(dtype=float)
-    layers, heads = list(grid.index), list(grid.columns)
+    z, layers, heads = layer_head_grid(df, column)                                # (L, H)
     if column in UNIT_RANGE:
         zmin, zmax = 0.0, 1.0
     else:
@@ -106,6 +103,23 @@ def statistic_figure(df: pd.DataFrame, column: str, title: str = "", *,
         axis.title.standoff = 4
     fig.layout.xaxis.tickangle = 0
     return fig
+
+
+def layer_head_grid(df: pd.DataFrame, column: str) -> tuple[np.ndarray, list, list]:
+    """(L, H) means of `column` by (layer, head), NaN where a cell has no value, and the sorted
+    layers and heads: df.pivot_table(index="layer", columns="head", aggfunc="mean", dropna=False)
+    in numpy (pandas took 5 ms a figure, five figures a page, every session of an audience)."""
+    layer_of, head_of = df["layer"].to_numpy(), df["head"].to_numpy()
+    layers, rows = np.unique(layer_of, return_inverse=True)
+    heads, cols = np.unique(head_of, return_inverse=True)
+    values = df[column].to_numpy(dtype=float)
+    seen = ~np.isnan(values)
+    sums, counts = np.zeros((len(layers), len(heads))), np.zeros((len(layers), len(heads)))
+    np.add.at(sums, (rows[seen], cols[seen]), values[seen])
+    np.add.at(counts, (rows[seen], cols[seen]), 1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        z = np.where(counts > 0, sums / counts, np.nan)
+    return z, list(layers), list(heads)
 
 
 def rollout(encoder_weights, add_residual: bool = True) -> np.ndarray:

@@ -6,7 +6,6 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
-from viz import statistic_figure
 from viz.stats import STAT_COLUMNS, STAT_TITLES
 
 from .. import state
@@ -15,6 +14,7 @@ from ..result import kind_statistics
 from .base import View, ViewContext
 from .importance import importance_rows, importance_section, load_importance
 from .shared import focus_on, focus_panel, on_tile_pick
+from .stat_maps import statistic_map
 
 SCOPES = ("This sentence", "All examples")
 MAIN_HEIGHT = 440          # px: the large statistic map and the opened head beside it
@@ -63,8 +63,7 @@ def render(ctx: ViewContext):
     # the chosen statistic large, and the head a click opens right beside it (not below the fold)
     big, beside = st.columns([1, 1])
     with big:
-        main = statistic_figure(frames[kind], statistic)
-        main.update_layout(height=MAIN_HEIGHT)
+        main = statistic_map(ctx, frames, scope != SCOPES[0], kind, statistic, MAIN_HEIGHT)
         key = f"stat_{kind}_{statistic}"
         chart(main, key, on_select=partial(on_tile_pick, key, n_layers(result, kind), n_heads(result)),
               selection_mode="points")
@@ -72,7 +71,7 @@ def render(ctx: ViewContext):
         focus_panel(result, display, kind, "stats_focus", height=MAIN_HEIGHT - 60)
     others = [column for column in STAT_COLUMNS if column != statistic]
     for column, name in zip(st.columns(len(others)), others):
-        fig = statistic_figure(frames[kind], name)
+        fig = statistic_map(ctx, frames, scope != SCOPES[0], kind, name)
         key = f"stat_{kind}_{name}"
         with column:
             chart(fig, key, on_select=partial(on_tile_pick, key, n_layers(result, kind), n_heads(result)),
@@ -88,7 +87,7 @@ def render(ctx: ViewContext):
                  selection_mode="single-row", column_config={
                      c: number for c in (*STAT_COLUMNS, "michel")} | {
                      "loss_change": st.column_config.NumberColumn(format="%.4f")})
-    importance_section(importance, kind, on_tile_pick)
+    importance_section(importance, kind, on_tile_pick, result)
     return main
 
 

@@ -7,7 +7,7 @@ import streamlit as st
 from viz import embedding_figure, position_bias_figure, position_similarity_figure, positional_encoding_figure
 
 from .. import state
-from ..common import chart, escape_md
+from ..common import chart, escape_md, shared_figure
 from .base import View, ViewContext
 
 
@@ -52,20 +52,24 @@ def render(ctx: ViewContext):
     # the classic picture: many more positions than one sentence has, this sentence's outlined
     table = np.asarray(ctx.positional_table(max(CLASSIC_POSITIONS, S)))           # (P, D)
     columns = st.columns(2)
-    main = positional_encoding_figure(table, title=f"{name}: {table.shape[0]} positions", sentence=tokens)
+    # the four maps depend on the run only: built once per process for an audience on the link
+    main = shared_figure(result, ("pe_matrix",), lambda: positional_encoding_figure(
+        table, title=f"{name}: {table.shape[0]} positions", sentence=tokens))
     with columns[0]:
         chart(main, "pe_matrix")
         st.caption(text)
     with columns[1]:
-        chart(position_similarity_figure(table, None, f"Dot-product similarity between the {table.shape[0]} "
-                                                      "positions"), "pe_similarity")
+        chart(shared_figure(result, ("pe_similarity",), lambda: position_similarity_figure(
+            table, None, f"Dot-product similarity between the {table.shape[0]} positions")), "pe_similarity")
         st.caption("Nearby positions have similar encodings; the similarity falls off with distance.")
     columns = st.columns(2)
     embeddings = np.asarray(result.source_embeddings)
     with columns[0]:
-        chart(embedding_figure(embeddings, tokens, "Source embeddings × √d_model, before PE"), "pe_before")
+        chart(shared_figure(result, ("pe_before",), lambda: embedding_figure(
+            embeddings, tokens, "Source embeddings × √d_model, before PE")), "pe_before")
     with columns[1]:
-        chart(embedding_figure(embeddings + pe, tokens, "After adding the positional encoding"), "pe_after")
+        chart(shared_figure(result, ("pe_after",), lambda: embedding_figure(
+            embeddings + pe, tokens, "After adding the positional encoding")), "pe_after")
     st.caption("What the first encoder layer receives: " + escape_md(f"{S} pieces × {pe.shape[1]} dimensions."))
     return main
 

@@ -1,0 +1,18 @@
+"""The Head summary's statistic maps, built once per process for every session showing them."""
+from __future__ import annotations
+
+from viz import statistic_figure
+
+from ..common import shared_figure
+
+
+def statistic_map(ctx, frames: dict, over_examples: bool, kind: str, statistic: str, height: int | None = None):
+    """statistic_figure of `frames[kind]` (this run's statistics, or the examples' when
+    `over_examples`), shared: an audience on a Head summary link built five maps per session."""
+    examples = (tuple(ctx.example_texts()), ctx.beam) if over_examples else ()
+
+    def build():
+        fig = statistic_figure(frames[kind], statistic)
+        return fig if height is None else fig.update_layout(height=height)
+
+    return shared_figure(ctx.result, ("statistic", examples, kind, statistic, height), build)
