@@ -7,6 +7,7 @@ the strip marks and the summary run on every page run, and a click or a rerun co
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,7 @@ from .backend import get_translator, translation_slots
 from .catalogue import ModelRef
 from .result import read_only
 from .settings import max_concurrent
+from .warm import held, hold
 
 LOG = logging.getLogger("atlas_ui")
 SIGNAL_NAMES = {"log_p": "log p", "pmi": "contrastive conditioning (source gain)",
@@ -47,10 +49,27 @@ class DiagnosisFailed:
     reason: str
 
 
+def every_run() -> bool:
+    """Diagnose every run (the strip's marks and sentence), unless the operator set
+    ATLAS_DIAGNOSIS=0: then only the Diagnosis view computes it."""
+    return os.environ.get("ATLAS_DIAGNOSIS", "1").strip() != "0"
+
+
+def page_findings(model: ModelRef, device: str, result, view: str):
+    """What the translation strip shows: the run's Findings, or None when switched off here."""
+    return diagnosis_for(model, device, result) if every_run() or view == "Diagnosis" else None
+
+
 def diagnosis_for(model: ModelRef, device: str, result) -> Findings | DiagnosisFailed:
-    """The Findings of the Result on screen (same pieces, same ablated heads)."""
-    return _diagnose(model, device, tuple(result.source_tokens), tuple(result.target_tokens[:1]),
-                     tuple(result.output_tokens), tuple(result.head_mask), max_concurrent())
+    """The Findings of the Result on screen (same pieces, same ablated heads). A run that has them
+    already skips st.cache_resource's hashing of the arguments (atlas_ui/warm.py, issue 14)."""
+    key = ("diagnosis", result.key) if result.key else None
+    found = held().get(key) if key else None
+    if found is not None:
+        return found
+    findings = _diagnose(model, device, tuple(result.source_tokens), tuple(result.target_tokens[:1]),
+                         tuple(result.output_tokens), tuple(result.head_mask), max_concurrent())
+    return hold(key, findings) if key else findings
 
 
 @st.cache_resource(max_entries=128, show_spinner=False)

@@ -10,9 +10,9 @@ import streamlit as st
 
 from viz import token_probability_html
 
-from . import state
+from . import branch, state
 from .backend import ExplainFailed, configure_torch, get_translator, translate, translate_explained
-from .backend_diagnosis import diagnosis_for
+from .backend_diagnosis import page_findings
 from .backend_explain import explain_unavailable
 from .catalogue import ModelRef, file_stamps, find_models, load_examples, model_languages
 from .common import Display, escape_md
@@ -239,6 +239,7 @@ def page() -> None:
         unavailable = explain_unavailable(translator) if explain else None
         explain = explain and not unavailable
         result = run_translation(ref, device, text, reference, beam, translator.config.max_source_len, explain)
+        result = branch.shown(result, ref, device, text, reference, beam, explain)   # original or what-if
         if result is not None:
             if explain and not result.explained:
                 unavailable = "Norm-weighted values and contributions could not be computed for this sentence."
@@ -248,7 +249,7 @@ def page() -> None:
             land(path, result)                            # a new visitor: cross-attention, the head that matters
             language_note(translator, text, models, model)
             step = state.kept("step", 0) if shown is not None and shown.steps else None
-            findings = guarded(diagnosis_for, ref, device, result)      # cached per run: marks + summary
+            findings = guarded(page_findings, ref, device, result, view)      # cached per run: marks + summary
             show_translation(result, target_lang, display,
                              step if isinstance(step, int) and 0 <= step < len(result.output_tokens) else None,
                              findings)
@@ -260,6 +261,7 @@ def page() -> None:
             started = time.perf_counter()
             figure = guarded(VIEWS[view].render, context)
             figure_seconds = time.perf_counter() - started
+            guarded(branch.panel, display)                # what-if side by side, unless the view drew it
             source_share_bar(result, display)             # below the view: nothing moves what was clicked
             # drawn only while open (Streamlit's lazy expander; opening it is one rerun): three
             # download buttons fewer on every run and in every new tab, where it starts closed
@@ -278,7 +280,7 @@ def page() -> None:
                   "ref": reference, "beam": beam if beam > 1 else None,
                   "words": 1 if display.words else None, "present": 1 if display.presenter else None,
                   "norm": 1 if state.kept("norm", False) is True else None,
-                  "ablate": state.format_heads(state.ablated_heads()) or None}
+                  "ablate": state.format_heads(state.ablated_heads()) or None, **branch.url_params()}
         shown = VIEWS.get(view)
         for name, key, _ in shown.url_fields if shown is not None else ():
             value = state.kept(key)
