@@ -14,7 +14,8 @@ and after, and the app / floor ratio of the p95; per size, the median of the per
 
 --views all | NAME ...: the crowds for the share link of each view (atlas_ui/views VIEWS; Beam with
 beam=4, Ablation with ablate=cross:2:3), one table row per view: p50, p95, the floor's p95 in the same
-turns, the median ratio, failures, and the bytes a session received. --norm adds the norm-weighted
+turns, the median ratio, failures, the bytes a session received, and each server's CPU time per
+session (steadier than wall time when other work shares the machine). --norm adds the norm-weighted
 link (norm=1) of every view that has the switch.
 --via-proxy: also 2 app processes behind nginx (serving/proxy.py), the same crowds; ratio to one process.
 --rss N: N sessions with varied sentences and views, 20 at a time; RSS every 50 sessions.
@@ -41,7 +42,7 @@ sys.path.insert(0, str(REPO))
 
 from serving.client import RunRecord, bad_input_crowd, crowd, open_link, percentile  # noqa: E402
 from serving.proxy import ProxiedApp  # noqa: E402
-from serving.servers import AppServer, rss_mb, settle  # noqa: E402
+from serving.servers import AppServer, cpu_seconds, rss_mb, settle  # noqa: E402
 
 LINK = {"model": "en-de", "sentence": "A man in a red jacket is riding his bicycle down a narrow street.",
         "view": "Heatmap"}
@@ -64,9 +65,11 @@ def summary(records: list[RunRecord]) -> dict:
 def run_crowd(url: str, pids: list[int], query: str, n: int, idle: list[int] = ()) -> dict:
     """One crowd of n sessions at once, started when these servers and `idle` ones are quiet."""
     settle(list(pids) + list(idle))
-    before = sum(rss_mb(pid) for pid in pids)
+    before, cpu = sum(rss_mb(pid) for pid in pids), sum(cpu_seconds(pid) for pid in pids)
     result = summary(asyncio.run(crowd(url, [query] * n)))
-    result.update(rss_before=before, rss_after=sum(rss_mb(pid) for pid in pids))
+    # the servers' CPU per session: far steadier than wall time on a machine others share
+    result.update(rss_before=before, rss_after=sum(rss_mb(pid) for pid in pids),
+                  cpu_ms=(sum(cpu_seconds(pid) for pid in pids) - cpu) * 1000 / n)
     return result
 
 
@@ -159,19 +162,22 @@ def per_view(args) -> None:
                     got = {tag: run_crowd(server.url, [server.process.pid], query, n, both) for server, tag in order}
                     turns.append(got)
                     print(f"  {label:<24} {n} sessions, turn {turn}: app p95 {got['a']['p95']:.2f} s, floor p95 "
-                          f"{got['f']['p95']:.2f} s, {got['a']['p95'] / got['f']['p95']:.2f}x", flush=True)
+                          f"{got['f']['p95']:.2f} s, {got['a']['p95'] / got['f']['p95']:.2f}x; CPU per session "
+                          f"{got['a']['cpu_ms']:.1f} / {got['f']['cpu_ms']:.1f} ms", flush=True)
                 med = lambda values: statistics.median(values)  # noqa: E731
                 rows.append(dict(view=label, n=n, warm_ok=warm.ok, p50=med(t["a"]["p50"] for t in turns),
                                  p95=med(t["a"]["p95"] for t in turns), floor=med(t["f"]["p95"] for t in turns),
                                  ratio=med(t["a"]["p95"] / t["f"]["p95"] for t in turns),
                                  failures=sum(t["a"]["failures"] for t in turns), kb=med(t["a"]["kb"] for t in turns),
+                                 cpu=med(t["a"]["cpu_ms"] for t in turns), floor_cpu=med(t["f"]["cpu_ms"] for t in turns),
                                  first_failure=next((t["a"]["first_failure"] for t in turns if t["a"]["failures"]), "")))
     print(f"\nEach view's share link, medians over {args.turns} turns (app p95 / floor p95 of each turn; goal <= 3x):")
     print(f"  {'view':<24} {'sessions':>8} {'p50 s':>7} {'p95 s':>7} {'floor p95 s':>11} {'ratio':>6} "
-          f"{'failures':>8} {'KB/session':>10}")
+          f"{'failures':>8} {'KB/session':>10} {'CPU ms/session app / floor':>27}")
     for r in rows:
         print(f"  {r['view']:<24} {r['n']:>8} {r['p50']:7.2f} {r['p95']:7.2f} {r['floor']:11.2f} {r['ratio']:5.2f}x "
-              f"{r['failures']:>8} {r['kb']:10.0f}" + (f"  ({r['first_failure']})" if r["failures"] else ""))
+              f"{r['failures']:>8} {r['kb']:10.0f} {r['cpu']:12.1f} / {r['floor_cpu']:4.1f} = {r['cpu'] / r['floor_cpu']:4.1f}x"
+              + (f"  ({r['first_failure']})" if r["failures"] else ""))
 
 
 def varied_queries(count: int) -> list[str]:
