@@ -69,7 +69,7 @@ def shared_figure(result, key: tuple, build):
     return figure_cache(FIGURE_CACHE_ENTRIES).get((result.key, *key), build)
 
 
-def heat_height(rows: int, low: int = 320, high: int = 900) -> int:
+def heat_height(rows: int, low: int = 400, high: int = 900) -> int:
     return int(min(high, max(low, 140 + 24 * rows)))
 
 

@@ -24,7 +24,7 @@ def _raw_cross(result) -> dict:
 
 def _method_figure(scores: dict, result, display, t: int):
     row = {name: np.asarray(values)[t] for name, values in scores.items()}       # this step: (S,) each
-    fig = method_comparison_figure(row, result.source_tokens, show_space=display.show_space,
+    fig = method_comparison_figure(row, result.source_tokens, show_space=display.show_space, height=420,
                                    title=f"Which source pieces mattered for step {t + 1} "
                                          f"({result.output_tokens[t]}), by method")
     chart(fig, "attr_methods_chart")

@@ -28,6 +28,9 @@ def batch_sentences(examples: list, source_key: str, current: str, count: int = 
     return (others + fallback)[:count]
 
 
+MASK_HEIGHT = 440      # px, the causal and combined masks of this sentence
+
+
 def render(ctx: ViewContext):
     """This sentence's masks, then a padded batch of it and two examples."""
     result = ctx.result
@@ -35,7 +38,6 @@ def render(ctx: ViewContext):
     batch = [("this sentence", result)] + [(f"example {i + 1}", ctx.translate_other(sentence))
                                            for i, sentence in enumerate(sentences)]
     S, T = len(result.source_tokens), len(result.output_tokens)
-    st.subheader("This sentence")
     columns = st.columns(3)
     figures = [
         ("padding", mask_figure(result.source_padding, None, result.source_tokens,
@@ -45,6 +47,8 @@ def render(ctx: ViewContext):
                                  "Combined decoder mask")),
     ]
     for column, (name, fig) in zip(columns, figures):
+        if name != "padding":                         # the view's picture: tall enough to read each cell
+            fig.update_layout(height=max(fig.layout.height or 0, MASK_HEIGHT))
         with column:
             chart(fig, f"mask_{name}")
             st.markdown(MASK_TEXT[name])
