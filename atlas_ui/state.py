@@ -27,7 +27,8 @@ URL_FIELDS = {"model": ("model", str), "hub": ("hub_id", str), "src": ("source_l
               "tgt": ("target_lang", str), "sentence": ("text", str), "ref": ("reference", str),
               "beam": ("beam_size", int), "view": ("view", str), "kind": ("kind", str),
               "layer": ("layer", int), "head": ("head", int), "step": ("step", int),
-              "words": ("words", parse_flag), "present": ("presenter", parse_flag), "norm": ("norm", parse_flag)}
+              "words": ("words", parse_flag), "present": ("presenter", parse_flag), "norm": ("norm", parse_flag),
+              "branch": ("branch_link", str), "whatif": ("branch_whatif", str)}     # atlas_ui/branch.py
 
 
 def restore(key: str, default, valid) -> None:

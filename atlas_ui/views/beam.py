@@ -7,7 +7,7 @@ import streamlit as st
 
 from viz.beam import beam_path, beam_selection, beam_table, beam_tree_figure
 
-from .. import state
+from .. import branch, state
 from ..common import chart, heat_height, pick_cross_head
 from .base import View, ViewContext
 from .shared import head_heatmap
@@ -18,11 +18,16 @@ def beam_signature(result) -> str:
     return " ".join(result.source_tokens) + " → " + " ".join(result.output_tokens)
 
 
-def _on_node_pick(key: str, signature: str) -> None:
+def _on_node_pick(key: str, signature: str, history: list, path: list) -> None:
+    """A click on a node picks it; a node off the returned path is also a what-if: decode on from
+    its pieces (the tree stays the same run, so the returned path stays drawn)."""
     event = st.session_state.get(key) or {}
     picked = beam_selection((event.get("selection") or {}).get("points", []))
     if picked is not None:
         st.session_state["beam_node"] = {"run": signature, "node": list(picked)}
+        step, index = picked
+        if tuple(picked) not in path and 0 <= step < len(history) and 0 <= index < len(history[step]):
+            branch.create(history[step][index][0])
 
 
 def _switch_to_beam() -> None:
@@ -42,8 +47,10 @@ def render(ctx: ViewContext):
     fig = beam_tree_figure(result.beam, result.beam_final, show_space=display.show_space,
                            title=f"Beam search: {len(result.beam)} steps, the returned hypothesis highlighted")
     signature = beam_signature(result)
-    chart(fig, "beam_tree", on_select=partial(_on_node_pick, "beam_tree", signature), selection_mode="points")
     path = beam_path(result.beam, result.beam_final)
+    chart(fig, "beam_tree", on_select=partial(_on_node_pick, "beam_tree", signature, result.beam, path),
+          selection_mode="points")
+    branch.panel(display, "beam_branch")          # a what-if made by a click: right below the tree
     picked = st.session_state.get("beam_node")
     node = picked.get("node") if isinstance(picked, dict) and picked.get("run") == signature else None
     if not (isinstance(node, list) and len(node) == 2 and 0 <= node[0] < len(result.beam)

@@ -7,7 +7,10 @@ import streamlit as st
 
 from viz import contribution_figure, merge_keys, source_share_figure
 
-from ..common import chart
+from viz.branch import contrast_figure
+
+from ..backend_branch import contrast
+from ..common import chart, escape_md
 
 
 def source_share_bar(result, display) -> None:
@@ -20,6 +23,49 @@ def source_share_bar(result, display) -> None:
     st.caption(f"ALTI+ (Ferrando et al., 2022): blue is the share of each step's prediction that came from the "
                f"source sentence, orange the share from the target prefix fed so far. Mean source share: "
                f"{share.mean():.2f}.")
+
+
+def step_explanations(ctx, t: int) -> None:
+    """Step t's ALTI+ contributions beside "why this piece rather than that one" (side by side
+    when both are there; the contrast needs no explained run)."""
+    result, display = ctx.result, ctx.display
+    if getattr(result, "source_contribution", None) is None:
+        step_contrast(ctx, t)
+        return
+    left, right = st.columns(2)
+    with left:
+        step_contributions(result, display, t)
+    with right:
+        step_contrast(ctx, t)
+
+
+def step_contrast(ctx, t: int) -> None:
+    """Pick another candidate of step t: the source and prefix pieces that favour the chosen piece
+    over it, by contrastive gradient × input (Yin and Neubig, 2022; transformer/contrastive.py)."""
+    result, display = ctx.result, ctx.display
+    token, _, top_k = result.steps[t]
+    others = [piece for piece, _ in top_k if piece != token]
+    if not others:
+        return
+    key = "step_contrast_alt"
+    if st.session_state.get(key) not in others:
+        st.session_state.pop(key, None)
+    alternative = st.selectbox(f"Why “{escape_md(token, 40)}” rather than…", others, index=None, key=key,
+                               placeholder="pick another candidate",
+                               help="Contrastive saliency (Yin and Neubig, 2022): the gradient of "
+                                    "log p(chosen) − log p(alternative) times each input piece's embedding.")
+    if alternative is None:
+        return
+    try:
+        scores = contrast(ctx.model, ctx.device, tuple(result.source_tokens), tuple(result.target_tokens),
+                          tuple(result.output_tokens), t, alternative, tuple(result.head_mask))
+    except ValueError as exc:
+        st.info("Contrastive saliency is not available here: " + escape_md(str(exc), 200))
+        return
+    chart(contrast_figure(scores["source"], scores["prefix"], result.source_tokens, result.target_tokens[: t + 1],
+                          token, alternative, show_space=display.show_space), "step_contrast")
+    st.caption(f"log p(chosen) − log p(alternative) = {scores['margin']:.2f}. Red pieces push the model "
+               "towards the chosen piece and away from the alternative, blue ones the other way.")
 
 
 def step_contributions(result, display, t: int) -> None:

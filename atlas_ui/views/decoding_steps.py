@@ -1,14 +1,17 @@
 """Decoding steps: one output step at a time, its candidates and the attention that chose it."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import streamlit as st
 
 from viz import attention_heatmap, merge_keys, topk_bar_figure
 
-from ..common import (chart, heat_height, n_heads, norm_caption, norm_switch, pick_cross_head, step_nav,
+from ..common import (chart, escape_md, heat_height, n_heads, norm_caption, norm_switch, pick_cross_head, step_nav,
                       value_options)
-from .contributions import step_contributions
+from .. import branch
+from .contributions import step_explanations
 from .base import View, ViewContext
 
 
@@ -34,8 +37,12 @@ def render(ctx: ViewContext):
     norm = norm_switch(display, weights)
     left, right = st.columns([2, 3])
     with left:
+        candidates = [piece for piece, _ in top_k] + ([] if token in {p for p, _ in top_k} else [token])
         chart(topk_bar_figure(top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}",
-                              show_space=display.show_space), "step_topk")
+                              show_space=display.show_space), "step_topk",
+              on_select=partial(_on_bar_pick, "step_topk", result.output_tokens[:t], candidates, token),
+              selection_mode="points")
+        branch_picker(result, t, token, candidates)
     heads = list(range(n_heads(result))) if all_heads else [head]
     rows = [f"head {h}" for h in heads] if all_heads else [f"step {t + 1} → {token}"]   # never hidden
     row_title = "Head" if all_heads else "Query"
@@ -59,8 +66,42 @@ def render(ctx: ViewContext):
         chart(attention_heatmap(self_att, rows, prefix, f"Decoder self-attention over the prefix · {where}{what}",
                                 **options, **scales["decoder_self"]), "step_self")
     norm_caption(norm, cross_fig, display.normalize)
-    step_contributions(result, display, t)          # draws nothing for a run without contributions
+    branch.panel(display, "step_branch")            # below the candidates that were clicked
+    step_explanations(ctx, t)                       # ALTI+ of the step beside "why this rather than that"
     return cross_fig
+
+
+def _branch_from(prefix: list, piece: str) -> None:
+    branch.create(list(prefix) + [piece])
+
+
+def _on_bar_pick(key: str, before: list, candidates: list, chosen: str) -> None:
+    """A click on a candidate's bar: decode on with it (the chosen piece's bar changes nothing)."""
+    event = st.session_state.get(key) or {}
+    for point in (event.get("selection") or {}).get("points", []):
+        index = point.get("point_index", point.get("y"))
+        if isinstance(index, int) and 0 <= index < len(candidates) and candidates[index] != chosen:
+            _branch_from(before, candidates[index])
+            return
+
+
+def _on_pill(key: str, before: list) -> None:
+    piece = st.session_state.get(key)
+    if isinstance(piece, str):
+        _branch_from(before, piece)
+    st.session_state[key] = None                   # a pill is a button here: ready for the next click
+
+
+def branch_picker(result, t: int, token: str, candidates: list) -> None:
+    """One pill per other candidate: a click decodes on from this step with it (a what-if branch)."""
+    if result.forced:
+        return
+    others = [piece for piece in candidates if piece != token]
+    if others:
+        st.pills("What if it had taken…", others, key="step_branch_pick", selection_mode="single",
+                 format_func=lambda piece: escape_md(piece, 40), on_change=_on_pill, args=("step_branch_pick", result.output_tokens[:t]),
+                 help="Click a candidate: the model decodes on from this step with it, and both translations "
+                      "appear side by side below.")
 
 
 def widened_scale(options: dict, shown) -> dict:

@@ -1,0 +1,187 @@
+"""What if the model had taken another piece at some step (issue 23): branches, their small tree,
+the original / branch switch every view obeys, and the side-by-side of the two translations.
+
+A branch is a prefix: the pieces of the run on screen before a step, then another candidate; the
+model decodes on from there (backend_branch.translate_prefix). The branches of one sentence form
+a tree (a branch of a branch); the share link holds the current one (`branch=` pieces, and
+`whatif=original` while the switch shows the original). A click never flips the switch by itself,
+so what was clicked (the candidates, the beam tree) stays put; the comparison appears below it.
+State lives in st.session_state (per session), never in module globals."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from viz.branch import branch_compare_figure, branch_tree, parting_step, total_log_prob
+
+from . import state
+from .backend_branch import translate_prefix
+from .common import chart, escape_md
+from .settings import MAX_CHARS, max_concurrent
+
+STATE = "branch_state"        # {"run": signature, "prefixes": [tuple], "current": int | None}
+RUN = "_branch_run"           # this run's Shown (set by shown(), read by the views and panel())
+SWITCH = "branch_view"        # "Original" | "Branch"
+LINK = "branch_link"          # the share link's branch pieces (state.URL_FIELDS), read once
+SEPARATOR = " "               # pieces never hold a space (sentencepiece ▁, byte-level BPE Ġ)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """This run's original and current branch (None when there is none)."""
+    original: object
+    branch: object | None
+    prefix: tuple
+    on_branch: bool               # the switch shows the branch: views draw `branch`
+
+
+def signature(model, text: str, beam: int) -> str:
+    return repr((model, text[:MAX_CHARS], beam))
+
+
+def current() -> Shown | None:
+    """This run's Shown, or None (no translation yet)."""
+    return st.session_state.get(RUN)
+
+
+def _state(sig: str) -> dict:
+    """The session's branches for this sentence; a new sentence (or model, or beam) starts empty.
+    A share link's branch is taken once, for the first sentence this session shows."""
+    kept = st.session_state.get(STATE)
+    if kept is None:
+        link = state.kept(LINK) or ""
+        prefixes = [tuple(link.split(SEPARATOR))] if isinstance(link, str) and link.strip() else []
+        kept = {"run": sig, "prefixes": prefixes, "current": 0 if prefixes else None, "from_link": bool(prefixes)}
+        if prefixes:                               # a link opens on its branch unless it says otherwise
+            state.put(SWITCH, "Original" if state.kept("branch_whatif") == "original" else "Branch")
+    elif kept.get("run") != sig:
+        kept = {"run": sig, "prefixes": [], "current": None, "from_link": False}
+    st.session_state[STATE] = kept
+    return kept
+
+
+def unfit(result, prefix: tuple) -> str:
+    """Why a link's branch does not belong to this sentence ("" when it does): every forced piece
+    must be one of the model's own candidates at its step, as a click would have made it."""
+    for t, piece in enumerate(prefix[:-1] if len(prefix) > 1 else ()):
+        candidates = {p for p, _ in result.steps[t][2]}
+        if piece not in candidates:
+            return f"its piece {piece!r} at step {t + 1} is not among the model's candidates there"
+    last = len(prefix) - 1
+    if last >= 0 and prefix[last] not in {p for p, _ in result.steps[last][2]}:
+        return f"its piece {prefix[last]!r} at step {last + 1} is not among the model's candidates there"
+    return ""
+
+
+def _branch_run(ctx_args: tuple, prefix: tuple, explain: bool):
+    model, device, text, beam = ctx_args
+    if explain:
+        try:
+            return translate_prefix(model, device, text[:MAX_CHARS], beam, prefix, max_concurrent(), True)
+        except (ValueError, RuntimeError):
+            pass                                   # explaining failed: the plain branch (or the real error)
+    return translate_prefix(model, device, text[:MAX_CHARS], beam, prefix, max_concurrent())
+
+
+def shown(result, model, device, text: str, reference: str, beam: int, explain: bool = False):
+    """The Result the views draw: the original, or the current branch when the switch says so.
+    Called by the page right after the translation; bad or stale branches are dropped with a
+    short message and the original is shown."""
+    st.session_state.pop(RUN, None)
+    st.session_state["_branch_drawn"] = False
+    if result is None:
+        return None
+    if reference.strip() or result.forced:             # a forced reference: nothing to branch from
+        st.session_state[RUN] = Shown(result, None, (), False)
+        return result
+    kept = _state(signature(model, text, beam))
+    index = kept.get("current")
+    branch, prefix = None, ()
+    if index is not None and 0 <= index < len(kept["prefixes"]):
+        prefix = tuple(kept["prefixes"][index])
+        try:
+            branch = _branch_run((model, device, text, beam), prefix, explain)
+            why = unfit(branch, prefix) if kept.get("from_link") else ""
+        except ValueError as exc:
+            why = str(exc)
+        if why:
+            where = "The share link's branch" if kept.get("from_link") else "That branch"
+            st.warning(f"{where} does not fit this sentence ({escape_md(why, 200)}); showing the plain "
+                       "translation.")
+            kept["prefixes"].pop(index)
+            kept["current"], branch, prefix = None, None, ()
+        kept["from_link"] = False
+    on_branch = branch is not None and state.kept(SWITCH, "Original") == "Branch"
+    st.session_state[RUN] = Shown(result, branch, prefix, on_branch)
+    return branch if on_branch else result
+
+
+def create(prefix) -> None:
+    """Callback of a click on a candidate: a new branch (or the same one again), made current."""
+    kept = st.session_state.get(STATE)
+    if kept is None:
+        return
+    prefix = tuple(str(p) for p in prefix)
+    if prefix not in kept["prefixes"]:
+        kept["prefixes"].append(prefix)
+    kept["current"] = kept["prefixes"].index(prefix)
+
+
+def _pick(key: str) -> None:
+    kept = st.session_state.get(STATE)
+    value = st.session_state.get(key)
+    if kept is not None and isinstance(value, int) and 0 <= value < len(kept["prefixes"]):
+        kept["current"] = value
+
+
+def url_params() -> dict:
+    """The share link's what-if fields: the current branch's pieces, and the switch when it shows
+    the original."""
+    run = current()
+    if run is None or run.branch is None:
+        return {"branch": None, "whatif": None}
+    return {"branch": SEPARATOR.join(run.prefix), "whatif": None if run.on_branch else "original"}
+
+
+def panel(display, key: str = "branch") -> None:
+    """The switch, the tree of what-ifs and the side-by-side; nothing without a branch. Views
+    with candidates draw it below them; the page draws it below any other view (once a run)."""
+    run = current()
+    if run is None or run.branch is None or st.session_state.get("_branch_drawn"):
+        return
+    st.session_state["_branch_drawn"] = True
+    kept = st.session_state[STATE]
+    prefixes = kept["prefixes"]
+    switch, tree = st.columns([1.2, 3], vertical_alignment="center")
+    with switch:
+        state.radio("Show", ["Original", "Branch"], SWITCH, horizontal=True,
+                    help="Every view draws the run chosen here: the model's own translation, or the branch.")
+    with tree:
+        if len(prefixes) > 1:
+            shape = branch_tree(prefixes)
+            st.session_state[f"{key}_tree"] = kept["current"]
+            st.selectbox("What-ifs", list(range(len(prefixes))), key=f"{key}_tree",
+                         format_func=lambda i: tree_label(prefixes[i], shape[i][0]),
+                         on_change=_pick, args=(f"{key}_tree",),
+                         help="Every branch of this sentence; a branch of a branch is indented.")
+    original, branch = run.original, run.branch
+    part = parting_step(original.output_tokens, branch.output_tokens)
+    chart(branch_compare_figure(original.output_tokens, original.probs(), branch.output_tokens, branch.probs(),
+                                forced=len(run.prefix), show_space=display.show_space,
+                                title=f"What if step {len(run.prefix)} had been “{run.prefix[-1]}”?"),
+          f"{key}_compare")
+    if branch.output_tokens and branch.output_tokens[-1] == "</s>" and len(branch.output_tokens) == len(run.prefix):
+        st.info("This branch ends the sentence at the chosen piece: there is nothing left to decode.")
+    elif branch.output_tokens[-1] != "</s>":
+        st.info("The branch reached the length limit before ending the sentence.")
+    gap = total_log_prob(original.probs()) - total_log_prob(branch.probs())
+    st.caption(f"Original: {escape_md(original.text or ' ', 160)}  \nBranch: {escape_md(branch.text or ' ', 160)}  \n"
+               f"They part at step {part + 1}. The original is {gap:+.2f} in total log-probability "
+               "(each cell's shade is that piece's probability; hover for the value).")
+
+
+def tree_label(prefix: tuple, depth: int) -> str:
+    """One tree row (a selectbox option: plain text, never Markdown): indentation by depth, the step
+    and the piece that was swapped in."""
+    return "· " * depth + ("└ " if depth else "") + f"step {len(prefix)}: {prefix[-1][:40]}"

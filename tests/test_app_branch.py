@@ -1,0 +1,155 @@
+"""AppTest checks of the what-if branches (issue 23): a click on a candidate decodes on from there,
+both translations stand side by side, the switch makes every view draw the branch, a branch of a
+branch builds a small tree, the share link holds the branch, and stale or bad branches get a
+clear message while the page keeps working. Numbers are checked against the Translator API."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from test_app import MODELS, check_clean, escaped, new_app, specs, translator  # noqa: F401 (fixture)
+
+EN = "A man in a blue shirt is riding a bike down the street."
+pytestmark = pytest.mark.skipif("en-de" not in MODELS, reason="needs pretrained/en-de")
+
+
+def opened(**params):
+    at = new_app()
+    at.query_params.update({"model": "en-de", "view": "Decoding steps", "sentence": EN, **params})
+    at.run()
+    check_clean(at, str(params))
+    return at
+
+
+def compare_spec(at) -> dict:
+    found = [s for s in specs(at) if "What if step" in s["layout"]["title"]["text"]]
+    assert len(found) == 1, "one side-by-side chart"
+    return found[0]
+
+
+def param(at, name):
+    value = at.query_params.get(name)
+    return value[0] if isinstance(value, list) else value
+
+
+def shown_text(at) -> str:
+    return at.text[0].value
+
+
+def check_side_by_side(at, original, branch, forced: int) -> None:
+    spec = compare_spec(at)
+    trace = spec["data"][0]
+    assert trace["text"][0][: len(original.output_tokens)] == escaped(original.output_tokens)
+    assert trace["text"][1][: len(branch.output_tokens)] == escaped(branch.output_tokens)
+    z = trace["z"]
+    assert z[0][: len(original.steps)] == pytest.approx([s.prob for s in original.steps], abs=1e-6)
+    assert z[1][: len(branch.steps)] == pytest.approx([s.prob for s in branch.steps], abs=1e-6)
+    labels = spec["layout"]["yaxis"]["ticktext"]
+    for label, run in zip(labels, (original, branch)):
+        assert f"log p = {sum(math.log(s.prob) for s in run.steps):.2f}" in label
+    part = next(t for t, (a, b) in enumerate(zip(original.output_tokens, branch.output_tokens)) if a != b)
+    assert part == forced - 1                                    # they part at the clicked step
+    assert spec["layout"]["shapes"][0]["x0"] == pytest.approx(part - 0.5)
+    assert f"they part at step {part + 1}" in spec["layout"]["title"]["text"]
+
+
+def test_a_branch_a_re_branch_and_the_switch(translator):
+    at = opened(step="1")
+    original = translator.translate(EN, top_k=10)
+    pick = at.pills(key="step_branch_pick")
+    assert original.output_tokens[1] not in pick.options           # the chosen piece is no what-if
+    assert pick.options == [p for p, _ in original.steps[1].top_k if p != original.output_tokens[1]]
+    candidate = pick.options[0]
+    pick.set_value(candidate).run()
+    check_clean(at, "branch")
+    prefix = [original.output_tokens[0], candidate]
+    branch = translator.translate(EN, prefix=prefix, top_k=10)
+    assert branch.output_tokens[:2] == prefix and branch.prefix_length == 2
+    check_side_by_side(at, original, branch, 2)
+    assert param(at, "branch") == " ".join(prefix) and param(at, "whatif") == "original"
+    # the click changed nothing above it: still the original on screen, still step 2
+    assert shown_text(at) == original.text and at.slider(key="step").value == 1
+    # the switch: every view draws the branch (the Heatmap too)
+    at.radio(key="branch_view").set_value("Branch").run()
+    check_clean(at, "switch")
+    assert shown_text(at) == branch.text and param(at, "whatif") is None
+    at.radio(key="view").set_value("Heatmap").run()
+    check_clean(at, "heatmap on the branch")
+    assert shown_text(at) == branch.text
+    heat = specs(at)[0]
+    assert heat["layout"]["yaxis"]["ticktext"] == escaped(branch.output_tokens)
+    # a branch of the branch, two steps later
+    at.radio(key="view").set_value("Decoding steps").run()
+    at.slider(key="step").set_value(3).run()
+    pick = at.pills(key="step_branch_pick")
+    assert pick.options == [p for p, _ in branch.steps[3].top_k if p != branch.output_tokens[3]]
+    again = pick.options[0]
+    pick.set_value(again).run()
+    check_clean(at, "re-branch")
+    second = translator.translate(EN, prefix=branch.output_tokens[:3] + [again], top_k=10)
+    assert shown_text(at) == second.text                         # the switch stays on "Branch"
+    check_side_by_side(at, original, second, 2 if second.output_tokens[1] != original.output_tokens[1] else 4)
+    tree = at.selectbox(key="step_branch_tree")
+    assert tree.options == ["step 2: " + candidate, "· └ step 4: " + again]     # the second grew out of the first
+    tree.set_value(0).run()
+    check_clean(at, "tree pick")
+    assert shown_text(at) == branch.text and param(at, "branch") == " ".join(prefix)
+
+
+def test_a_share_link_holds_the_branch(translator):
+    original = translator.translate(EN, top_k=10)
+    prefix = [original.output_tokens[0], original.steps[1].top_k[1][0]]
+    branch = translator.translate(EN, prefix=prefix, top_k=10)
+    at = opened(branch=" ".join(prefix), step="2")
+    assert shown_text(at) == branch.text and at.radio(key="branch_view").value == "Branch"
+    check_side_by_side(at, original, branch, 2)
+    assert param(at, "branch") == " ".join(prefix)
+    at = opened(branch=" ".join(prefix), whatif="original")
+    assert shown_text(at) == original.text and at.radio(key="branch_view").value == "Original"
+    check_side_by_side(at, original, branch, 2)
+
+
+def test_a_stale_or_bad_branch_link_opens_the_plain_translation_and_says_why(translator):
+    original = translator.translate(EN, top_k=10)
+    candidates = {p for p, _ in original.steps[1].top_k}
+    outsider = next(p for p in ("▁Katze", "▁Zebra", "▁Haus", "▁Auto") if p not in candidates
+                    and translator.tokenizer.piece_ids([p]))
+    for link, why in ((f"{original.output_tokens[0]} {outsider}", "not among the model"),
+                      ("▁Ein ▁Qxqzzvv", "not a piece"),
+                      (" ".join(["▁Ein"] * 200), "more than max")):
+        at = opened(branch=link)
+        assert shown_text(at) == original.text
+        assert any("does not fit this sentence" in w.value and why in w.value for w in at.warning), link
+        assert param(at, "branch") is None                     # the link no longer holds it
+        assert not [s for s in specs(at) if "What if step" in s["layout"]["title"]["text"]]
+        at.slider(key="step").set_value(1).run()               # and the page keeps working
+        check_clean(at, "after a stale link")
+        assert not at.warning
+
+
+def test_a_branch_that_ends_the_sentence_says_so(translator):
+    original = translator.translate(EN, top_k=10)
+    step = next(t for t, s in enumerate(original.steps[:-1]) if "</s>" in {p for p, _ in s.top_k})
+    at = opened(step=str(step))
+    at.pills(key="step_branch_pick").set_value("</s>").run()
+    check_clean(at, "</s> branch")
+    assert any("ends the sentence" in i.value for i in at.info)
+    spec = compare_spec(at)
+    assert spec["data"][0]["text"][1][: step + 2] == escaped(original.output_tokens[:step] + ["</s>"]) + [""]
+
+
+def test_why_this_rather_than_that_next_to_the_step(translator):
+    from transformer.contrastive import contrastive_saliency
+    at = opened(step="1")
+    original = translator.translate(EN, top_k=10)
+    box = at.selectbox(key="step_contrast_alt")
+    assert box.value is None                                   # nothing computed until asked
+    alternative = box.options[2]
+    box.set_value(alternative).run()
+    check_clean(at, "contrast")
+    expected = contrastive_saliency(translator, original, 1, alternative)
+    spec = next(s for s in specs(at) if s["layout"]["title"]["text"].startswith("Why"))
+    assert spec["data"][0]["z"][0] == pytest.approx(expected.source.tolist(), abs=1e-5)
+    assert spec["data"][1]["z"][0] == pytest.approx(expected.prefix.tolist(), abs=1e-5)
+    assert any(f"= {expected.margin:.2f}" in c.value for c in at.caption)

@@ -1,0 +1,146 @@
+"""Two translations of one sentence side by side: the model's own and a what-if branch that took
+another piece at some step and decoded on (issue 23). Pieces line up by step, the step where the
+two part is marked, each cell is shaded by the piece's probability (white: sure, orange: unsure,
+as the translation strip), and each row names its total log-probability.
+
+Also the small tree of what-ifs: which branch grew out of which, as text rows (`branch_tree`).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from ._base import as_probabilities, figure_title
+from ._figure import build_figure
+from ._labels import display_tokens
+
+DOUBT = [[0.0, "rgb(217,72,1)"], [1.0, "rgb(255,255,255)"]]      # p = 0 orange … p = 1 white
+PART = "#7b3294"                                                   # the parting step's frame
+
+
+def parting_step(a: Sequence[str], b: Sequence[str]) -> int:
+    """The first step where the two piece lists differ (min length when one extends the other)."""
+    for t, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return t
+    return min(len(a), len(b))
+
+
+def total_log_prob(probs: Sequence[float]) -> float:
+    """Σ log p over the pieces (the whole output's log-probability; -inf if a piece had p = 0)."""
+    p = np.asarray(probs, dtype=float)
+    with np.errstate(divide="ignore"):
+        return float(np.log(p).sum())
+
+
+def branch_compare_figure(original: Sequence[str], original_probs: Sequence[float], branch: Sequence[str],
+                          branch_probs: Sequence[float], *, forced: int | None = None,
+                          title: str = "Original and branch", labels: tuple = ("Original", "Branch"),
+                          show_space: bool = False, height: int | None = None) -> go.Figure:
+    """Rows: original (top) and branch; columns: output steps 1..max(T1, T2). Cell text is the
+    piece, colour its probability; the parting step is framed. `forced`: how many of the branch's
+    pieces were forced (hover says so). ValueError: tokens and probabilities of different
+    lengths, probabilities outside [0, 1], or an empty translation."""
+    rows = []
+    for name, tokens, probs in ((labels[0], original, original_probs), (labels[1], branch, branch_probs)):
+        if isinstance(tokens, str):
+            raise ValueError(f"{name}: tokens must be a list of pieces, not a string")
+        tokens = [str(t) for t in tokens]
+        p = as_probabilities(list(probs), f"{name} probabilities")
+        if len(tokens) != len(p):
+            raise ValueError(f"{name}: {len(tokens)} pieces but {len(p)} probabilities")
+        if not tokens:
+            raise ValueError(f"{name}: the translation has no pieces")
+        rows.append((name, tokens, p))
+    n = max(len(rows[0][1]), len(rows[1][1]))
+    part = parting_step(rows[0][1], rows[1][1])
+    z = np.full((2, n), np.nan)                                                  # (2, n)
+    text = np.full((2, n), "", dtype=object)
+    hover = np.full((2, n), "", dtype=object)
+    row_labels = []
+    for r, (name, tokens, p) in enumerate(rows):
+        shown = display_tokens(tokens, show_space=show_space)
+        z[r, : len(tokens)] = p
+        text[r, : len(tokens)] = shown
+        for t, (piece, q) in enumerate(zip(shown, p)):
+            how = " · forced" if r == 1 and forced is not None and t < forced else ""
+            hover[r, t] = f"{name} · step {t + 1}{how}<br>{piece}<br>p = {q:.3f}"
+        row_labels.append(f"{name}<br>log p = {total_log_prob(p):.2f}")
+    heat = dict(type="heatmap", z=z.tolist(), text=text, texttemplate="%{text}", hovertext=hover,
+                hovertemplate="%{hovertext}<extra></extra>", x=list(range(n)), y=[0, 1], zmin=0.0, zmax=1.0,
+                colorscale=DOUBT, xgap=2, ygap=6, showscale=True,
+                colorbar=dict(title=dict(text="p"), thickness=12, len=0.9))
+    shapes = []
+    if part < n:
+        shapes.append(dict(type="rect", xref="x", yref="y", x0=part - 0.5, x1=part + 0.5, y0=-0.5, y1=1.5,
+                           line=dict(color=PART, width=3), fillcolor="rgba(0,0,0,0)"))
+    note = (f"they part at step {part + 1}" if part < n else "the same pieces")
+    return build_figure([heat], dict(
+        title=figure_title(title, note), plot_bgcolor="white", shapes=shapes,
+        xaxis=dict(title=dict(text="Output step"), tickmode="array", tickvals=list(range(n)),
+                   ticktext=[str(t + 1) for t in range(n)], showgrid=False, zeroline=False),
+        yaxis=dict(tickmode="array", tickvals=[0, 1], ticktext=row_labels, autorange="reversed",
+                   showgrid=False, zeroline=False, automargin=True),
+        height=height or 230, margin=dict(l=10, r=10, t=60, b=40)))
+
+
+def branch_tree(prefixes: Sequence[Sequence[str]]) -> list[tuple[int, int]]:
+    """(depth, parent index or -1) per prefix, in the order given: a branch's parent is the longest
+    other prefix that starts it (-1: grown from the original). Pure bookkeeping for a compact tree."""
+    prefixes = [tuple(p) for p in prefixes]
+    out = []
+    for i, p in enumerate(prefixes):
+        parents = [j for j, q in enumerate(prefixes) if j != i and len(q) < len(p) and p[: len(q)] == q]
+        parent = max(parents, key=lambda j: len(prefixes[j])) if parents else -1
+        out.append(parent)
+    depth = []
+    for i in range(len(prefixes)):
+        d, j = 0, out[i]
+        while j != -1:
+            d, j = d + 1, out[j]
+        depth.append(d)
+    return list(zip(depth, out))
+
+
+def contrast_figure(source_scores, prefix_scores, source_tokens: Sequence[str], prefix_tokens: Sequence[str],
+                    chosen: str, alternative: str, *, show_space: bool = False,
+                    height: int | None = None) -> go.Figure:
+    """Contrastive saliency of one step as two one-row maps (source | fed prefix) on one diverging
+    scale centred on 0: red favours `chosen` over `alternative`, blue the alternative. The scale
+    is symmetric (±max |score|), so a colour means the same on both sides. ValueError: scores
+    and pieces of different lengths, or non-finite scores."""
+    parts = []
+    for name, scores, tokens in (("source", source_scores, source_tokens), ("prefix", prefix_scores, prefix_tokens)):
+        if isinstance(tokens, str):
+            raise ValueError(f"{name}_tokens must be a list of pieces, not a string")
+        s = np.asarray(scores, dtype=float)
+        if s.ndim != 1 or len(s) != len(tokens):
+            raise ValueError(f"{name}_scores has shape {s.shape}; expected ({len(tokens)},) to match its pieces")
+        if not np.all(np.isfinite(s)):
+            raise ValueError(f"{name}_scores contains NaN or infinite values")
+        parts.append((name, s, display_tokens([str(t) for t in tokens], show_space=show_space)))
+    top = max(float(np.abs(np.concatenate([p[1] for p in parts])).max(initial=0.0)), 1e-12)
+    favour = display_tokens([chosen, alternative], show_space=show_space)
+    n_source, n_prefix = max(len(parts[0][1]), 1), max(len(parts[1][1]), 1)
+    split = min(0.8, max(0.3, n_source / (n_source + n_prefix)))
+    traces, layout = [], {}
+    for k, (name, s, labels) in enumerate(parts):
+        axis = "" if k == 0 else "2"
+        traces.append(dict(
+            type="heatmap", z=[s.tolist()], x=list(range(len(s))), y=[0], zmin=-top, zmax=top,
+            colorscale="RdBu_r", xaxis=f"x{axis}", yaxis="y", showscale=k == 1, name=name,
+            customdata=[labels], xgap=1,
+            hovertemplate=f"{name} %{{customdata}}<br>score %{{z:.4f}}<extra></extra>",
+            colorbar=dict(title=dict(text="favours"), thickness=12, tickvals=[-top, 0, top],
+                          ticktext=[f"“{favour[1]}”", "0", f"“{favour[0]}”"])))
+        layout[f"xaxis{axis}"] = dict(
+            tickmode="array", tickvals=list(range(len(s))), ticktext=labels, showgrid=False, zeroline=False,
+            automargin=True, title=dict(text="Source piece" if k == 0 else "Prefix piece (fed)"),
+            domain=[0.0, split - 0.03] if k == 0 else [split + 0.03, 1.0], **({"anchor": "y"} if k else {}))
+    title = f"Why “{favour[0]}” rather than “{favour[1]}”: contrastive gradient × input"
+    return build_figure(traces, dict(
+        title=figure_title(title, "red: favours the chosen piece, blue: the alternative"), plot_bgcolor="white",
+        yaxis=dict(showticklabels=False, showgrid=False, zeroline=False), height=height or 210,
+        margin=dict(l=10, r=10, t=60, b=10), **layout))
