@@ -190,11 +190,11 @@ def test_every_view_and_its_controls(translator):
         elif view == "Compare":
             at.text_input(key="compare_text").set_value("A dog runs.").run()
             check_clean(at, "compare an edited sentence")
-            at.radio(key="compare_mode").set_value("heads").run()
+            at.selectbox(key="compare_mode").set_value("heads").run()
             at.multiselect(key="compare_heads").set_value(
                 ["encoder_self:0:0", "decoder_self:0:1", "cross:0:0", "cross:1:1"]).run()
             check_clean(at, "compare four heads")
-            at.radio(key="compare_mode").set_value("swap").run()
+            at.selectbox(key="compare_mode").set_value("swap").run()
     # decoding options: beam search, then a forced reference translation
     at.radio(key="view").set_value("Heatmap")
     at.radio(key="decoding").set_value("Beam search").run()

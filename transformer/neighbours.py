@@ -84,7 +84,7 @@ def nearest_pieces(translator, ids, k: int = 8, *, word_start: bool = False) -> 
     norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(query)), 1e-12)
     similarity = matrix @ query / np.maximum(norms, 1e-12)                        # (V,)
     allowed = np.ones(size, dtype=bool)
-    allowed[list(special | set(query_ids))] = False
+    allowed[[i for i in special | set(query_ids) if i < size]] = False
     if word_start:
         allowed &= np.fromiter((is_word_start(p) for p in pieces), dtype=bool, count=size)
     candidates = np.flatnonzero(allowed)

@@ -149,9 +149,10 @@ def swap_map_figure(values_a, values_b, output_a, output_b, source_a, source_b,
         shapes += [dict(type="rect", xref=f"x{axis}", yref=f"y{axis}", x0=-0.5, x1=len(src) - 0.5, y0=i - 0.5,
                         y1=i + 0.5, line=dict(color=CHANGE_COLOR, width=2, dash="dot")) for i in changed]
     rows = max(len(out_a), len(out_b))
-    layout.update(title=figure_title(title, "✎ orange: edited source pieces · ≠ red: output pieces that changed"),
-                  shapes=shapes, plot_bgcolor="white", height=height or int(np.clip(200 + 24 * rows, 380, 900)),
-                  margin=dict(l=10, r=10, t=60, b=10))
+    legend = " · ✎ orange: edited source · ≠ red: changed output"        # one title line: the map starts higher
+    layout.update(title={**figure_title(title + legend), "font": dict(size=14)}, shapes=shapes,
+                  plot_bgcolor="white", height=height or int(np.clip(200 + 24 * rows, 380, 900)),
+                  margin=dict(l=10, r=10, t=34, b=10))
     return build_figure(traces, layout)
 
 

@@ -164,7 +164,7 @@ def draw_pair(a, b, values: str, display):
         map_a, map_b = (run.attention["cross"][-1].mean(axis=0) for run in (a, b))
         title = "attention"
     fig = swap_map_figure(map_a, map_b, a.output_tokens, b.output_tokens, a.source_tokens, b.source_tokens,
-                          f"{VALUES[values]}: original (left) and edited (right)", value_title=title,
+                          f"{VALUES[values]}: original (left), edited (right)", value_title=title,
                           show_space=display.show_space, height=int(np.clip(260 + 22 * max(len(a.output_tokens),
                                                                     len(b.output_tokens)), 480, 900)))
     chart(fig, "compare_swap_map")
@@ -205,16 +205,16 @@ def heads_mode(ctx: ViewContext):
 def render(ctx: ViewContext):
     columns = st.columns([1.4, 4, 2], vertical_alignment="center")
     with columns[0]:
-        mode = state.radio("Compare", list(MODES), "compare_mode", format_func=MODES.get,
-                           label_visibility="collapsed")
+        mode = state.selectbox("Compare", list(MODES), "compare_mode", format_func=MODES.get,
+                               label_visibility="collapsed")
     if mode == "heads":
         return heads_mode(ctx)
     return swap_mode(ctx, columns[1:])
 
 
 VIEW = View(
-    name="Compare", title="The sentence and an edited copy, or heads side by side",
-    explains="Swap a source word for one the model finds similar (or type another sentence) and see both "
-             "translations side by side: what changed, how sure the model was, and where each piece came from.",
+    name="Compare", title="An edited sentence, or heads, side by side",
+    explains="Swap a source word for a similar one (or type a sentence) and compare both translations: "
+             "what changed, how sure the model was, where each piece came from.",
     render=render, norm_switch=True,
     url_fields=(("edited", "compare_text", str), ("compare", "compare_mode", str)))
