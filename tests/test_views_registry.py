@@ -28,7 +28,7 @@ def captions(at) -> list[str]:
 
 
 def test_the_registry_keeps_every_released_name_in_order():
-    assert tuple(VIEWS) == RELEASED
+    assert tuple(VIEWS)[:len(RELEASED)] == RELEASED                         # new views come after them
     assert [view.name for view in VIEWS.values()] == list(VIEWS)          # each keyed by its own name
     assert len({view.title for view in VIEWS.values()}) == len(VIEWS)
     assert {name for name, view in VIEWS.items() if view.norm_switch} == {
