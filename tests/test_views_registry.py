@@ -51,7 +51,8 @@ def test_a_share_link_opens_each_view_and_it_renders(name):
     at = opened(view=name)
     check_clean(at, name)
     assert at.radio(key="view").value == name
-    assert VIEWS[name].explains in captions(at), "the view's sentence is shown above it"
+    above = f"**{VIEWS[name].title}.** {VIEWS[name].explains}"
+    assert above in captions(at), "the view's title and sentence are shown above it"
     if name in ("Beam", "Ablation"):           # greedy, nothing ticked: the view says what it needs
         assert at.info, f"{name} explains what it needs"
     else:
