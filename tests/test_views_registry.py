@@ -80,7 +80,7 @@ def test_a_new_view_needs_only_its_registry_entry(monkeypatch):
     at = opened(view="Fake")
     check_clean(at, "fake view")
     assert at.radio(key="view").options[-1] == "Fake" and at.radio(key="view").value == "Fake"
-    assert "A view that only counts the pieces." in captions(at)
+    assert "**A view added by a test.** A view that only counts the pieces." in captions(at)
     assert len(seen) == 1 and isinstance(seen[0], ViewContext)
     ctx = seen[0]
     assert ctx.text == SENTENCE and ctx.result.output_tokens and not ctx.result.explained
