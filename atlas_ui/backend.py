@@ -142,7 +142,7 @@ def _translate_explained(model: ModelRef, device: str, text: str, beam_size: int
         return hold(translation_key(model, device, text, beam_size, target, (), True), failure)
 
 
-@st.cache_data(max_entries=16, show_spinner=False)
+@st.cache_resource(max_entries=16, show_spinner=False)     # shared, read only: no unpickled copy per session
 def example_statistics(model: ModelRef, device: str, texts: tuple, beam_size: int, slots: int) -> dict:
     """kind -> head statistics averaged over `texts` (each sentence weighs the same)."""
     frames: dict = {}

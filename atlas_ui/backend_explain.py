@@ -1,10 +1,12 @@
 """Beyond raw attention, the cached parts: is explain=True available for a model, the Attribution
 view's faithfulness numbers (one sentence, and averaged over the examples), and the
-head_importance.json of a model directory. Results are plain data (numpy, pandas)."""
+head_importance.json of a model directory. Results are plain data (numpy, pandas),
+shared by every session of the process: read only."""
 from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +22,7 @@ from transformer.faithfulness import _special_ids, perturbation_summary, perturb
 
 from .backend import get_translator, translation_slots
 from .catalogue import file_stamps
+from .result import read_only
 
 METHODS = ("attention", "norm", "alti+", "saliency")
 METHOD_LABELS = {"attention": "raw cross-attention (mean of layers and heads)",
@@ -63,7 +66,7 @@ def content_positions(translator, source_ids) -> list:
     return [j for j, i in enumerate(source_ids) if i not in special]
 
 
-@st.cache_data(max_entries=32, show_spinner=False)
+@st.cache_resource(max_entries=32, show_spinner=False)     # shared, read only: no unpickled copy per session
 def attribution(path, device: str, text: str, beam_size: int, target, slots: int, head_mask: tuple = ()) -> dict:
     """For one run: {method: (T, S)} scores (rows sum to 1), the perturbation test (one row per
     method, step and k), its summary per method and k, and Spearman correlations per step and pair
@@ -76,20 +79,44 @@ def attribution(path, device: str, text: str, beam_size: int, target, slots: int
     positions = content_positions(translator, out.source_ids)
     correlations = (rank_correlations(scores, positions) if len(positions) > 1
                     else pd.DataFrame(columns=["step", "method_a", "method_b", "spearman"]))
-    return dict(scores={name: np.asarray(value) for name, value in scores.items()}, perturbation=frame,
+    return dict(scores={name: read_only(np.array(value)) for name, value in scores.items()}, perturbation=frame,
                 summary=perturbation_summary(frame), correlations=correlations,
                 output_tokens=list(out.output_tokens), source_tokens=list(out.source_tokens))
 
 
 def correlation_summary(correlations: pd.DataFrame) -> pd.DataFrame:
-    """Mean Spearman per pair of methods over the steps where it is defined, and how many."""
+    """Mean Spearman per pair of methods over the steps where it is defined, and how many.
+    Worked out once for a shared frame (attribution()'s, which every session of an audience
+    draws; read only): the groupby was a sixth of each session's time in the Attribution view."""
+    made = _summaries().get(id(correlations))
+    if made is not None and made[0] is correlations:
+        return made[1]
+    summary = _correlation_summary(correlations)
+    with _summaries_lock():
+        _summaries()[id(correlations)] = (correlations, summary)      # the frame is kept: its id stays its own
+        while len(_summaries()) > 32:
+            _summaries().pop(next(iter(_summaries())))
+    return summary
+
+
+@functools.lru_cache(maxsize=1)
+def _summaries() -> dict:
+    return {}
+
+
+@functools.lru_cache(maxsize=1)
+def _summaries_lock() -> threading.Lock:
+    return threading.Lock()
+
+
+def _correlation_summary(correlations: pd.DataFrame) -> pd.DataFrame:
     if correlations.empty:
         return pd.DataFrame(columns=["method_a", "method_b", "mean_spearman", "steps"])
     return (correlations.dropna(subset=["spearman"]).groupby(["method_a", "method_b"], sort=False)
             .agg(mean_spearman=("spearman", "mean"), steps=("spearman", "count")).reset_index())
 
 
-@st.cache_data(max_entries=8, show_spinner=False)
+@st.cache_resource(max_entries=8, show_spinner=False)
 def attribution_average(path, device: str, texts: tuple, beam_size: int, slots: int) -> dict:
     """The perturbation summary and mean correlations pooled over every step of every sentence
     in `texts` (each step weighs the same); sentences that cannot be translated are skipped."""
@@ -106,7 +133,7 @@ def attribution_average(path, device: str, texts: tuple, beam_size: int, slots: 
         return dict(sentences=0, summary=None, correlations=None)
     return dict(sentences=used, steps=int(sum(len(f) for f in frames)),
                 summary=perturbation_summary(pd.concat(frames, ignore_index=True)),
-                correlations=correlation_summary(pd.concat(correlations, ignore_index=True)))
+                correlations=_correlation_summary(pd.concat(correlations, ignore_index=True)))
 
 
 @functools.lru_cache(maxsize=16)      # shared, read only: st.cache_data unpickled a copy for every session

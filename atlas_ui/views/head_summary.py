@@ -14,7 +14,7 @@ from ..result import kind_statistics
 from .base import View, ViewContext
 from .importance import importance_rows, importance_section, load_importance
 from .shared import focus_on, focus_panel, on_tile_pick
-from .stat_maps import statistic_map
+from .stat_maps import shared_table, statistic_map
 
 SCOPES = ("This sentence", "All examples")
 MAIN_HEIGHT = 440          # px: the large statistic map and the opened head beside it
@@ -80,8 +80,8 @@ def render(ctx: ViewContext):
         st.caption("Cross-attention has no diagonal (queries are target pieces, keys are source pieces).")
     st.caption("Click a cell, or select a row of the table, to open that head beside the large map. "
                "Sort the table by clicking a column header.")
-    table = statistics_table(frames)
-    table = importance_rows(importance, table)
+    table = shared_table(ctx, scope != SCOPES[0], importance.stamp,
+                         lambda: importance_rows(importance, statistics_table(frames)))
     number = st.column_config.NumberColumn(format="%.3f")
     st.dataframe(table, hide_index=True, key="stats_table", on_select=partial(_on_table_pick, "stats_table", table),
                  selection_mode="single-row", column_config={

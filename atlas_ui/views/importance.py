@@ -24,12 +24,17 @@ class Importance:
     data: dict | None             # the parsed file
     note: str                     # what is (not) shown, one sentence
     marked_heads: dict = field(default_factory=dict)    # kind -> the outlined heads, worked out once
+    tables: dict = field(default_factory=dict)          # (kind, column) -> table(kind, column)
     stamp: object = None          # the file's stamp: names its figures in the shared figure cache
 
     def table(self, kind: str, column: str):
-        """(layers, heads) values of one kind, as a numpy array."""
-        part = self.frame[self.frame["kind"] == kind]
-        return part.pivot(index="layer", columns="head", values=column).to_numpy()
+        """(layers, heads) values of one kind, as a numpy array (read only: made once, shared)."""
+        if (kind, column) not in self.tables:
+            part = self.frame[self.frame["kind"] == kind]
+            values = part.pivot(index="layer", columns="head", values=column).to_numpy()
+            values.setflags(write=False)
+            self.tables[(kind, column)] = values
+        return self.tables[(kind, column)]
 
     def marked(self, kind: str) -> list:
         """The IMPORTANT_HEADS heads of `kind` whose removal raised the loss most."""

@@ -1,4 +1,4 @@
-"""The Head summary's statistic maps, built once per process for every session showing them."""
+"""The Head summary's statistic maps and table, built once per process for every session showing them."""
 from __future__ import annotations
 
 from viz import statistic_figure
@@ -16,3 +16,10 @@ def statistic_map(ctx, frames: dict, over_examples: bool, kind: str, statistic: 
         return fig if height is None else fig.update_layout(height=height)
 
     return shared_figure(ctx.result, ("statistic", examples, kind, statistic, height), build)
+
+
+def shared_table(ctx, over_examples: bool, importance_stamp, build):
+    """The Head summary's table of every head (`build()`: a DataFrame, read only), made once per
+    process for the run, the scope and the model's head_importance.json."""
+    examples = (tuple(ctx.example_texts()), ctx.beam) if over_examples else ()
+    return shared_figure(ctx.result, ("statistics_table", examples, importance_stamp), build)
