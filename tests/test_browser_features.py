@@ -107,8 +107,9 @@ def presenter_round(page, screenshot) -> None:
         with script_run(page):                       # each key press is one button click, one run
             page.keyboard.press(key)
         assert f"Step {step} of" in page.locator('[data-testid="stMain"]').inner_text()
-    assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "20px"
+    assert page.evaluate("getComputedStyle(document.documentElement).fontSize") == "19px"
     assert page.locator('[data-testid="stHeader"]').is_hidden()
+    assert not page.locator('[data-testid="stSidebar"]').first.is_visible()
     wait_charts_drawn(page, 3)
     page.screenshot(path=str(screenshot))
     assert screenshot.stat().st_size > 10_000
