@@ -50,7 +50,6 @@ def render(ctx: ViewContext):
     path = beam_path(result.beam, result.beam_final)
     chart(fig, "beam_tree", on_select=partial(_on_node_pick, "beam_tree", signature, result.beam, path),
           selection_mode="points")
-    branch.panel(display, "beam_branch")          # a what-if made by a click: right below the tree
     picked = st.session_state.get("beam_node")
     node = picked.get("node") if isinstance(picked, dict) and picked.get("run") == signature else None
     if not (isinstance(node, list) and len(node) == 2 and 0 <= node[0] < len(result.beam)
@@ -67,6 +66,7 @@ def render(ctx: ViewContext):
     node_run = ctx.variant(pieces=tuple(pieces))
     head_heatmap(node_run, display, "cross", layer, None if average else head, "beam_node_attention",
                   height=heat_height(len(pieces) + 4))
+    branch.panel(display, "beam_branch")          # a what-if made by a click on a node: below what it opened
     st.dataframe(beam_table(result.beam, result.beam_final), hide_index=True, key="beam_table")
     return fig
 
