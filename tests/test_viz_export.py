@@ -113,6 +113,10 @@ def test_presenter_figure_enlarges_fonts_without_touching_the_original():
     assert fig.layout.font.size is None, "the original figure is left as it was"
     np.testing.assert_array_equal(np.asarray(big.data[0].z), np.asarray(fig.data[0].z))
     assert isinstance(big, go.Figure)
+    from viz import statistic_figure
+    frame = pd.DataFrame({"layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "entropy": [0.1, 0.2, 0.3, 0.4]})
+    cells = presenter_figure(statistic_figure(frame, "entropy"), font_size=20)
+    assert cells.data[0].textfont.size == 16, "cell numbers grow with the rest on a projector"
 
 
 def test_position_bias_figure_shows_the_bias_and_checks_tokens():

@@ -46,6 +46,8 @@ def presenter_figure(fig: go.Figure, font_size: int = 18) -> go.Figure:
     # stack label on label when the chart is short (a one-row heatmap is ~100 px tall).
     bar = dict(tickfont=dict(size=font_size - 4), title=dict(side="right", font=dict(size=font_size - 2)), nticks=3)
     for trace in big.data:
+        if getattr(trace, "texttemplate", None):                          # numbers written in the cells
+            trace.update(textfont=dict(size=font_size - 4))
         if "colorbar" in trace:                                            # heatmaps
             trace.update(colorbar=bar)
         elif getattr(getattr(trace, "marker", None), "showscale", None):   # a colour-bar carrier
