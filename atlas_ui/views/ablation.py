@@ -6,7 +6,7 @@ import streamlit as st
 from viz.ablation import changed_count, diff_html, probability_change_figure, probability_change_table
 
 from .. import state
-from ..common import chart, escape_md, n_heads, n_layers
+from ..common import chart, escape_md, n_heads, n_layers, shared_figure
 from ..settings import KIND_LABELS, KINDS
 from .base import View, ViewContext
 
@@ -73,8 +73,9 @@ def render(ctx: ViewContext):
     base = ctx.variant(pieces=tuple(old))
     forced = ctx.variant(head_mask=mask, pieces=tuple(old))
     before, after = base.probs(), forced.probs()
-    fig = probability_change_figure(old, before, after, show_space=display.show_space,
-                                    title="Probability of each original piece, original vs heads off")
+    fig = shared_figure(result, ("ablation", mask, display.show_space), lambda: probability_change_figure(
+        old, before, after, show_space=display.show_space,
+        title="Probability of each original piece, original vs heads off"))     # once for an audience
     chart(fig, "ablation_probs")
     table = probability_change_table(old, before, after)
     worst = table.loc[table["change"].idxmin()]

@@ -6,7 +6,7 @@ import streamlit as st
 from transformer.masks import causal_mask, decoder_mask, padding_mask
 from viz import batch_padding_figure, mask_figure
 
-from ..common import chart, escape_md
+from ..common import chart, escape_md, shared_figure
 from ..settings import FALLBACK_EXAMPLES
 from .base import View, ViewContext
 
@@ -39,12 +39,14 @@ def render(ctx: ViewContext):
                                            for i, sentence in enumerate(sentences)]
     S, T = len(result.source_tokens), len(result.output_tokens)
     columns = st.columns(3)
+    # every map depends on the runs only: built once per process for an audience on the link
     figures = [
-        ("padding", mask_figure(result.source_padding, None, result.source_tokens,
-                                "Source padding mask")),
-        ("causal", mask_figure(causal_mask(T), result.output_tokens, result.target_tokens, "Causal mask")),
-        ("combined", mask_figure(decoder_mask([T], T)[0], result.output_tokens, result.target_tokens,
-                                 "Combined decoder mask")),
+        ("padding", shared_figure(result, ("mask_padding",), lambda: mask_figure(
+            result.source_padding, None, result.source_tokens, "Source padding mask"))),
+        ("causal", shared_figure(result, ("mask_causal",), lambda: mask_figure(
+            causal_mask(T), result.output_tokens, result.target_tokens, "Causal mask"))),
+        ("combined", shared_figure(result, ("mask_combined",), lambda: mask_figure(
+            decoder_mask([T], T)[0], result.output_tokens, result.target_tokens, "Combined decoder mask"))),
     ]
     for column, (name, fig) in zip(columns, figures):
         if name != "padding":                         # the view's picture: tall enough to read each cell
@@ -60,8 +62,9 @@ def render(ctx: ViewContext):
     source_lengths = [len(r.source_tokens) for _, r in batch]
     target_lengths = [len(r.output_tokens) for _, r in batch]
     S_max, T_max = max(source_lengths), max(target_lengths)
-    chart(batch_padding_figure(padding_mask(source_lengths, S_max), labels, [str(i) for i in range(S_max)],
-                              f"Source padding mask of the batch (padded to {S_max} pieces)"), "mask_batch_padding")
+    chart(shared_figure(result, ("mask_batch", tuple(labels), tuple(source_lengths)), lambda: batch_padding_figure(
+        padding_mask(source_lengths, S_max), labels, [str(i) for i in range(S_max)],
+        f"Source padding mask of the batch (padded to {S_max} pieces)")), "mask_batch_padding")
     st.markdown(MASK_TEXT["padding"])
     named = zip([label for label, _ in batch[1:]], sentences)
     st.caption(" · ".join(f"{escape_md(label)}: {escape_md(text, 80)}" for label, text in named)
@@ -71,8 +74,8 @@ def render(ctx: ViewContext):
     columns = st.columns(len(batch))
     for index, (column, label) in enumerate(zip(columns, labels)):
         with column:
-            chart(mask_figure(combined[index], positions, positions,
-                              f"{label}: {target_lengths[index]} of {T_max} real"),
+            chart(shared_figure(result, ("mask_batch_decoder", label, tuple(target_lengths)), lambda: mask_figure(
+                combined[index], positions, positions, f"{label}: {target_lengths[index]} of {T_max} real")),
                   f"mask_batch_decoder_{index}")
     st.markdown(MASK_TEXT["combined"])
     return figures[2][1]
