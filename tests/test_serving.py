@@ -105,3 +105,22 @@ def test_two_processes_behind_nginx_keep_each_session_on_one(tmp_path):
         # the websocket goes through too: a session gets its chart via the proxy
         records = drive(crowd(proxy.url, [urlencode(LINK)] * 4))
         assert all(r.ok for r in records), [r.errors for r in records]
+
+
+def test_the_bench_opens_every_views_share_link():
+    """bench_serving --views all: one link per view of the registry, with what its chart needs."""
+    import importlib.util
+    from urllib.parse import parse_qs
+
+    from atlas_ui.views import VIEWS
+    spec = importlib.util.spec_from_file_location("bench_serving", Path(__file__).parents[1] / "benchmarks" / "bench_serving.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    links = dict(bench.view_links(["all"], norm=True))
+    assert [parse_qs(links[name])["view"] for name in VIEWS] == [[name] for name in VIEWS]
+    assert parse_qs(links["Beam"])["beam"] == ["4"] and parse_qs(links["Ablation"])["ablate"] == ["cross:2:3"]
+    normed = {label for label in links if label.endswith(" norm=1")}
+    assert normed == {f"{name} norm=1" for name, view in VIEWS.items() if view.norm_switch} and normed
+    assert all(parse_qs(links[label])["norm"] == ["1"] for label in normed)
+    with pytest.raises(SystemExit, match="unknown view"):
+        bench.view_links(["Heatmap", "Nope"], norm=False)
