@@ -6,12 +6,16 @@ again: the forced passes of `transformer.diagnosis` alone, ~20-60 ms for a Multi
 the strip marks and the summary run on every page run, and a click or a rerun costs a cache hit."""
 from __future__ import annotations
 
+import functools
 import logging
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
+from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from transformer.diagnosis import Item, diagnose_items
 
@@ -55,9 +59,49 @@ def every_run() -> bool:
     return os.environ.get("ATLAS_DIAGNOSIS", "1").strip() != "0"
 
 
-def page_findings(model: ModelRef, device: str, result, view: str):
-    """What the translation strip shows: the run's Findings, or None when switched off here."""
-    return diagnosis_for(model, device, result) if every_run() or view == "Diagnosis" else None
+@functools.lru_cache(maxsize=None)
+def diagnosis_workers() -> ThreadPoolExecutor:
+    """The process's threads that diagnose a new run while its view is drawn."""
+    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="diagnosis")
+
+
+class PageDiagnosis:
+    """The diagnosis the translation strip shows, for one page run. Held already (a rerun, a
+    crowd on one link): at once. New: computed in a worker thread while the view is drawn, so
+    the first chart is not kept waiting; `finish()` after the view collects it. The Diagnosis
+    view needs it first, so there it is computed at once; ATLAS_DIAGNOSIS=0: only there."""
+
+    def __init__(self, model: ModelRef, device: str, result, view: str):
+        self.findings = held().get(("diagnosis", result.key)) if result.key else None
+        self.future = None
+        if self.findings is None and view == "Diagnosis":
+            self.findings = diagnosis_for(model, device, result)
+        elif self.findings is None and every_run():
+            ctx = get_script_run_ctx()
+            self.future = diagnosis_workers().submit(_in_context, ctx, diagnosis_for, model, device, result)
+
+    def finish(self, timeout: float = 150.0):
+        """The Findings (waiting for the worker if it is still busy), or None when switched off."""
+        if self.future is not None:
+            future, self.future = self.future, None
+            try:
+                self.findings = future.result(timeout=timeout)
+            except Exception as exc:  # noqa: BLE001 - the strip then says why, the page goes on
+                LOG.warning("diagnosis failed: %s", exc)
+                self.findings = DiagnosisFailed(f"{type(exc).__name__}: {str(exc)[:120]}")
+        return self.findings
+
+    @property
+    def pending(self) -> bool:
+        return self.future is not None
+
+
+def _in_context(ctx, function, *args):
+    """Run `function` in a worker with the page's script context (st.cache_resource then behaves
+    as in the page's own thread)."""
+    if ctx is not None:
+        add_script_run_ctx(threading.current_thread(), ctx)
+    return function(*args)
 
 
 def diagnosis_for(model: ModelRef, device: str, result) -> Findings | DiagnosisFailed:
@@ -90,6 +134,9 @@ def _diagnose(model: ModelRef, device: str, source: tuple, start: tuple, output:
     except (ValueError, RuntimeError) as exc:
         LOG.warning("diagnosis failed: %s", exc)
         return DiagnosisFailed(str(exc)[:200])
+    except Exception as exc:  # noqa: BLE001 - a family the signals do not fit: the page still shows the rest
+        LOG.exception("diagnosis failed")
+        return DiagnosisFailed(f"it failed for this model ({type(exc).__name__})")
     finally:
         semaphore.release()
     return to_findings(dg, len(source), len(output))

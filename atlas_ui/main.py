@@ -8,11 +8,9 @@ from dataclasses import replace
 
 import streamlit as st
 
-from viz import token_probability_html
-
 from . import branch, state
 from .backend import ExplainFailed, configure_torch, get_translator, translate, translate_explained
-from .backend_diagnosis import page_findings
+from .backend_diagnosis import PageDiagnosis
 from .backend_explain import explain_unavailable
 from .catalogue import ModelRef, file_stamps, find_models, load_examples, model_languages
 from .common import Display, escape_md
@@ -24,7 +22,7 @@ from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBAC
 from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
 from .views import URL_FIELDS, VIEWS, ViewContext
 from .views.contributions import source_share_bar
-from .views.diagnosis import strip_marks
+from .views.diagnosis import translation_strip
 from .warm import holds, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")
@@ -103,25 +101,21 @@ def pick_view(bar) -> str:
 
 
 def show_translation(result, target_lang: str, display: Display, current: int | None = None,
-                     findings=None) -> None:
+                     diagnosis=None):
     """The translation in a keyed container (class st-key-translation), so the page can be read
-    by what it shows rather than by position."""
+    by what it shows rather than by position. Returns what marks the strip once a new run's
+    diagnosis is in (views/diagnosis.py translation_strip), or None."""
     title = f"Translation ({target_lang})" + (", forced to the reference" if result.forced else "")
     with st.container(key="translation"):
         if display.presenter:      # the strip is the translation: one line less between the bar and the chart
-            st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space,
-                                               current=current, **strip_marks(findings, result)),
-                        unsafe_allow_html=True)
-            return
+            return translation_strip(diagnosis, result, display.show_space, current)
         label, text = st.columns([1.6, 8], vertical_alignment="center")     # one line: what it is, the text
         label.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: orange = "
                                                        "less sure; hover a piece for its value.")
         # st.text, not st.code: st.code loads a 1.5 MB syntax highlighter on every new tab, which
         # delayed the first chart by 0.7-1.3 s (benchmarks/bench_first_paint.py)
         text.text(result.text or " ")
-        st.markdown(token_probability_html(result.output_tokens, result.probs(), show_space=display.show_space,
-                                           current=current, **strip_marks(findings, result)),
-                    unsafe_allow_html=True)      # with the diagnosis (issue 22): what looks wrong, in one sentence
+        return translation_strip(diagnosis, result, display.show_space, current)   # + what looks wrong (issue 22)
 
 
 def examples_for(folder, source_lang: str, target_lang: str) -> list:
@@ -249,10 +243,9 @@ def page() -> None:
             land(path, result)                            # a new visitor: cross-attention, the head that matters
             language_note(translator, text, models, model)
             step = state.kept("step", 0) if shown is not None and shown.steps else None
-            findings = guarded(page_findings, ref, device, result, view)      # cached per run: marks + summary
-            show_translation(result, target_lang, display,
-                             step if isinstance(step, int) and 0 <= step < len(result.output_tokens) else None,
-                             findings)
+            diagnosis = guarded(PageDiagnosis, ref, device, result, view)     # a new run's: beside the view
+            mark_strip = show_translation(result, target_lang, display, step if isinstance(step, int) and
+                                          0 <= step < len(result.output_tokens) else None, diagnosis)
             model_note(translator, result)
             view = pick_view(picker)
             st.caption(f"**{VIEWS[view].title}.** {VIEWS[view].explains}")
@@ -261,6 +254,8 @@ def page() -> None:
             started = time.perf_counter()
             figure = guarded(VIEWS[view].render, context)
             figure_seconds = time.perf_counter() - started
+            if mark_strip is not None:
+                guarded(mark_strip)                       # the diagnosis computed while the view was drawn
             guarded(branch.panel, display)                # what-if side by side, unless the view drew it
             source_share_bar(result, display)             # below the view: nothing moves what was clicked
             # drawn only while open (Streamlit's lazy expander; opening it is one rerun): three

@@ -153,3 +153,12 @@ def test_markup_in_a_forced_translation_stays_text_in_the_marks_and_the_sentence
     assert "<script" not in strip and "**" not in strip and "](" not in strip
     assert UNSUPPORTED.findall(strip)                          # the markup is not in the source: framed
     assert "output pieces look unsupported by the source: “" in summary(at) and "alert(1)" in summary(at)
+
+
+def test_atlas_diagnosis_0_leaves_the_diagnosis_to_its_view(monkeypatch):
+    monkeypatch.setenv("ATLAS_DIAGNOSIS", "0")
+    text = "Three children are painting a red fence."            # a run no other test diagnoses
+    at = opened(sentence=text)
+    assert "aa-diagnosis" not in html_with(at, "aa-tokens")
+    at = opened(sentence=text, view="Diagnosis")                     # asked for: computed there
+    assert summary(at).startswith("Diagnosis: ") and specs(at)[0]["data"][0]["name"] == "unsupported score"

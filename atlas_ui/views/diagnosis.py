@@ -8,6 +8,7 @@ from functools import partial
 import pandas as pd
 import streamlit as st
 
+from viz import token_probability_html
 from viz.diagnosis import (EVIDENCE_HELP, diagnosis_figure, diagnosis_selection, diagnosis_summary, source_strip_html,
                            words_of)
 
@@ -85,3 +86,18 @@ def strip_marks(findings, result) -> dict:
     note = missing_note(findings)
     return dict(unsupported=findings.hallucination, threshold=findings.threshold,
                 note="Diagnosis: " + text + (" " + note if note else ""))
+
+
+def translation_strip(page_diagnosis, result, show_space: bool, current: int | None):
+    """The shaded translation strip with the diagnosis's marks and sentence. While the diagnosis
+    of a new run is still being computed, the strip is drawn plain in a placeholder; returns a
+    function that redraws it marked once it is in (call it after the view), else None."""
+    def html(findings) -> str:
+        return token_probability_html(result.output_tokens, result.probs(), show_space=show_space, current=current,
+                                      **strip_marks(findings, result))
+    if page_diagnosis is None or not page_diagnosis.pending:
+        st.markdown(html(getattr(page_diagnosis, "findings", None)), unsafe_allow_html=True)
+        return None
+    slot = st.empty()
+    slot.markdown(html(None), unsafe_allow_html=True)
+    return lambda: slot.markdown(html(page_diagnosis.finish()), unsafe_allow_html=True)
