@@ -46,9 +46,11 @@ def test_typed_second_sentence_is_translated_beside_the_first(translator):
     assert [t.removeprefix("≠ ") for t in layout["yaxis"]["ticktext"]] == labels(ours.output_tokens)
     assert [t.removeprefix("≠ ") for t in layout["yaxis2"]["ticktext"]] == labels(theirs.output_tokens)
     assert layout["xaxis2"]["ticktext"][1] == "✎ ▁woman"
-    at.selectbox(key="compare_values").set_value("cross").run()
-    check_clean(at, "cross-attention")
     assert "Cross-attention" in swap_map(at)["layout"]["title"]["text"]
+    at.selectbox(key="compare_values").set_value("alti").run()
+    check_clean(at, "ALTI+")
+    assert "ALTI+ contributions" in swap_map(at)["layout"]["title"]["text"]
+    assert any("from the edited source" in c.value or "edited source pieces" in c.value for c in at.caption)
     assert at.query_params["edited"] == [edited] or at.query_params["edited"] == edited
 
 

@@ -19,7 +19,9 @@ from .base import View, ViewContext
 from .shared import head_heatmap
 
 MODES = {"swap": "Edit the source", "heads": "Heads side by side"}
-VALUES = {"alti": "ALTI+ contributions", "cross": "Cross-attention (last layer, mean of heads)"}
+# cross-attention first: a swap then costs one plain translation (ALTI+ explains both runs: ~3x the time,
+# benchmarks/bench_swap.py --values alti)
+VALUES = {"cross": "Cross-attention (last layer, mean of heads)", "alti": "ALTI+ contributions"}
 MARKERS = "\u2581\u0120"
 LANGUAGE_CODE = re.compile(r"^(__\w+__|>>\w+<<|[a-z]{2,3}_[A-Z][A-Za-z]{1,3})$")   # m2m, Marian, mBART/NLLB
 DEFAULT_FOR = "_compare_default_for"   # (sentence, the default edit made for it)
@@ -217,4 +219,4 @@ VIEW = View(
     explains="Swap a source word for a similar one (or type a sentence) and compare both translations: "
              "what changed, how sure the model was, where each piece came from.",
     render=render, norm_switch=True,
-    url_fields=(("edited", "compare_text", str), ("compare", "compare_mode", str)))
+    url_fields=(("edited", "compare_text", str), ("compare", "compare_mode", str), ("cvalues", "compare_values", str)))
