@@ -8,8 +8,8 @@ import streamlit as st
 
 from viz import attention_heatmap, merge_keys, topk_bar_figure
 
-from ..common import (chart, escape_md, heat_height, n_heads, norm_caption, norm_switch, pick_cross_head, step_nav,
-                      value_options)
+from ..common import (chart, escape_md, heat_height, n_heads, norm_caption, norm_switch, pick_cross_head,
+                      shared_figure, step_nav, value_options)
 from .. import branch
 from .contributions import step_explanations
 from .base import View, ViewContext
@@ -38,8 +38,9 @@ def render(ctx: ViewContext):
     left, right = st.columns([2, 3])
     with left:
         candidates = [piece for piece, _ in top_k] + ([] if token in {p for p, _ in top_k} else [token])
-        chart(topk_bar_figure(top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}",
-                              show_space=display.show_space), "step_topk",
+        chart(shared_figure(result, ("step_topk", t, display.show_space), lambda: topk_bar_figure(
+                  top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}",
+                  show_space=display.show_space)), "step_topk",
               on_select=partial(_on_bar_pick, "step_topk", result.output_tokens[:t], candidates, token),
               selection_mode="points")
         branch_picker(result, t, token, candidates)
@@ -59,12 +60,14 @@ def render(ctx: ViewContext):
     scales = {kind: widened_scale(value_options(result, display, kind), part)
               for kind, part in (("cross", cross), ("decoder_self", self_att))}
     what = " · norm-weighted" if norm else ""
-    cross_fig = attention_heatmap(cross, rows, source, f"Cross-attention over the source · {where}{what}",
-                                  **options, **scales["cross"])
+    shown = (t, layer, tuple(heads), norm, display)          # the maps are built once for an audience
+    cross_fig = shared_figure(result, ("step_cross", *shown), lambda: attention_heatmap(
+        cross, rows, source, f"Cross-attention over the source · {where}{what}", **options, **scales["cross"]))
     with right:
         chart(cross_fig, "step_cross")
-        chart(attention_heatmap(self_att, rows, prefix, f"Decoder self-attention over the prefix · {where}{what}",
-                                **options, **scales["decoder_self"]), "step_self")
+        chart(shared_figure(result, ("step_self", *shown), lambda: attention_heatmap(
+            self_att, rows, prefix, f"Decoder self-attention over the prefix · {where}{what}",
+            **options, **scales["decoder_self"])), "step_self")
     norm_caption(norm, cross_fig, display.normalize)
     branch.panel(display, "step_branch")            # below the candidates that were clicked
     step_explanations(ctx, t)                       # ALTI+ of the step beside "why this rather than that"
