@@ -90,10 +90,11 @@ def swap_pieces_figure(source_a, source_b, output_a, output_b, probs_a, probs_b,
     traces = [
         heatmap_trace(z_src, zmin=0.0, zmax=1.0, colorscale=[[0, SAME_COLOR], [1, EDIT_COLOR]],
                       hovertemplate="%{y} source: %{text}<extra></extra>", colorbar={}, showscale=False,
-                      text=text_src, texttemplate="%{text}", xaxis="x", yaxis="y", xgap=2, ygap=2,
+                      text=text_src, texttemplate="%{text}", textfont=dict(size=12), xaxis="x", yaxis="y",
+                      xgap=2, ygap=2,
                       y=rows, name="source"),
         heatmap_trace(z_out, zmin=0.0, zmax=1.0, colorscale=DEFAULT_COLORSCALE, text=text_out,
-                      texttemplate="%{text}<br>%{z:.2f}", hovertemplate="%{y} output: %{text}<br>p = %{z:.3f}"
+                      texttemplate="%{text}<br>%{z:.2f}", textfont=dict(size=12), hovertemplate="%{y} output: %{text}<br>p = %{z:.3f}"
                                                                           "<extra></extra>",
                       colorbar=dict(title=dict(text="p"), len=0.6, y=0.3), xaxis="x2", yaxis="y2", xgap=2,
                       ygap=2, y=rows, name="output"),
@@ -102,9 +103,9 @@ def swap_pieces_figure(source_a, source_b, output_a, output_b, probs_a, probs_b,
     layout = dict(
         title=figure_title(title, "orange: edited source pieces · red outline: output pieces that changed"),
         xaxis={**hidden, "domain": [0, 1]}, yaxis=dict(domain=[0.68, 1.0], autorange="reversed",
-                                                         title=dict(text="source")),
+                                                         title=dict(text="source"), automargin=True),
         xaxis2={**hidden, "domain": [0, 1], "anchor": "y2"},
-        yaxis2=dict(domain=[0.0, 0.6], autorange="reversed", title=dict(text="output · p")),
+        yaxis2=dict(domain=[0.0, 0.6], autorange="reversed", title=dict(text="output · p"), automargin=True),
         shapes=_outline(output_columns, 0, "2"), height=height or 330, plot_bgcolor="white",
         margin=dict(l=10, r=10, t=60, b=10))
     return build_figure(traces, layout)
