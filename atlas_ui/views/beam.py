@@ -8,7 +8,7 @@ import streamlit as st
 from viz.beam import beam_path, beam_selection, beam_table, beam_tree_figure
 
 from .. import branch, state
-from ..common import chart, heat_height, pick_cross_head
+from ..common import chart, heat_height, pick_cross_head, shared_figure
 from .base import View, ViewContext
 from .shared import head_heatmap
 
@@ -44,8 +44,9 @@ def render(ctx: ViewContext):
         if not result.forced:
             st.button("Use beam search", key="beam_switch", on_click=_switch_to_beam)
         return None
-    fig = beam_tree_figure(result.beam, result.beam_final, show_space=display.show_space,
-                           title=f"Beam search: {len(result.beam)} steps, the returned hypothesis highlighted")
+    fig = shared_figure(result, ("beam_tree", display.show_space), lambda: beam_tree_figure(    # once for an audience
+        result.beam, result.beam_final, show_space=display.show_space,
+        title=f"Beam search: {len(result.beam)} steps, the returned hypothesis highlighted"))
     signature = beam_signature(result)
     path = beam_path(result.beam, result.beam_final)
     chart(fig, "beam_tree", on_select=partial(_on_node_pick, "beam_tree", signature, result.beam, path),
@@ -67,7 +68,8 @@ def render(ctx: ViewContext):
     head_heatmap(node_run, display, "cross", layer, None if average else head, "beam_node_attention",
                   height=heat_height(len(pieces) + 4))
     branch.panel(display, "beam_branch")          # a what-if made by a click on a node: below what it opened
-    st.dataframe(beam_table(result.beam, result.beam_final), hide_index=True, key="beam_table")
+    st.dataframe(shared_figure(result, ("beam_table",), lambda: beam_table(result.beam, result.beam_final)),
+                 hide_index=True, key="beam_table")
     return fig
 
 
