@@ -13,7 +13,7 @@ from viz.words import word_spans
 
 from .. import state
 from ..backend_compare import pair_runs, swapped_text, word_neighbours
-from ..common import chart, escape_md, n_heads, n_layers, norm_caption, norm_switch
+from ..common import chart, escape_md, n_heads, n_layers, norm_caption, norm_switch, shared_figure
 from ..settings import KIND_LABELS, KINDS, MAX_CHARS, MAX_COMPARE_HEADS, max_concurrent
 from .base import View, ViewContext
 from .shared import head_heatmap
@@ -165,16 +165,19 @@ def draw_pair(a, b, values: str, display):
     else:
         map_a, map_b = (run.attention["cross"][-1].mean(axis=0) for run in (a, b))
         title = "attention"
-    fig = swap_map_figure(map_a, map_b, a.output_tokens, b.output_tokens, a.source_tokens, b.source_tokens,
-                          f"{VALUES[values]}: original (left), edited (right)", value_title=title,
-                          show_space=display.show_space, height=int(np.clip(260 + 22 * max(len(a.output_tokens),
-                                                                    len(b.output_tokens)), 480, 900)))
+    # built once per process for an audience (shared only when both runs are named)
+    owner, pair = (a if getattr(b, "key", "") else None), (getattr(b, "key", ""), values, display.show_space)
+    fig = shared_figure(owner, ("compare_map", *pair), lambda: swap_map_figure(
+        map_a, map_b, a.output_tokens, b.output_tokens, a.source_tokens, b.source_tokens,
+        f"{VALUES[values]}: original (left), edited (right)", value_title=title, show_space=display.show_space,
+        height=int(np.clip(260 + 22 * max(len(a.output_tokens), len(b.output_tokens)), 480, 900))))
     chart(fig, "compare_swap_map")
-    pieces = swap_pieces_figure(a.source_tokens, b.source_tokens, a.output_tokens, b.output_tokens, a.probs(),
-                                b.probs(), show_space=display.show_space)
+    pieces = shared_figure(owner, ("compare_pieces", *pair), lambda: swap_pieces_figure(
+        a.source_tokens, b.source_tokens, a.output_tokens, b.output_tokens, a.probs(), b.probs(),
+        show_space=display.show_space))
     chart(pieces, "compare_swap_pieces")
-    table = changed_table(a.output_tokens, b.output_tokens, a.probs(), b.probs(), map_a, map_b, a.source_tokens,
-                          b.source_tokens)
+    table = shared_figure(owner, ("compare_table", *pair), lambda: changed_table(
+        a.output_tokens, b.output_tokens, a.probs(), b.probs(), map_a, map_b, a.source_tokens, b.source_tokens))
     if table.empty:
         st.caption("Both translations have the same pieces; only their probabilities and the maps differ.")
     else:
