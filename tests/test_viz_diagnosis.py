@@ -27,6 +27,7 @@ def test_every_score_sits_above_its_evidence_flagged_bars_coloured():
     assert fig.layout.xaxis2.matches == "x" and fig.layout.xaxis3.matches == "x" and fig.layout.xaxis5.matches == "x4"
     assert list(fig.layout.xaxis3.ticktext) == ["▁Ein", "▁Hund", "&lt;/s&gt;"] and not fig.layout.xaxis.showticklabels
     assert fig.layout.title.text == "&lt;b&gt;t&lt;/b&gt;"
+    assert [a.text for a in fig.layout.annotations] == [f"<b>{t.name}</b>" for t in fig.data]   # each panel named
     domains = [fig.layout[f"yaxis{'' if k == 0 else k + 1}"].domain for k in range(5)]
     assert all(lo < hi and 0 <= lo and hi <= 1 for lo, hi in domains)
     assert all(domains[k + 1][1] < domains[k][0] for k in range(4))                    # no overlap

@@ -86,9 +86,9 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
     labels = {OUTPUT: display_tokens(outputs, show_space=show_space),
               SOURCE: display_tokens(sources, show_space=show_space)}
     n, gap = len(panels), 0.08
-    size = (1.0 - gap * (n - 1) - 0.06) / n            # 0.06: room for the output pieces' tick labels
-    traces, layout = [], {}
-    top = 1.0
+    size = (1.0 - gap * n - 0.06) / n                  # gap: each panel's name; 0.06: the output pieces' ticks
+    traces, layout, names = [], {}, []
+    top = 1.0 - gap
     for k, (part, name, values, flagged, fmt) in enumerate(panels):
         axis = "" if k == 0 else str(k + 1)
         lastof = k == n - 1 or panels[k + 1][0] != part
@@ -97,14 +97,16 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
             layout[f"yaxis{axis}"] = dict(range=[0, 1], tickvals=[0, threshold, 1], automargin=True)
         else:
             layout[f"yaxis{axis}"] = dict(automargin=True, zeroline=True, zerolinecolor="#999", nticks=4)
-        layout[f"yaxis{axis}"].update(domain=[max(top - size, 0.0), top], showgrid=True, gridcolor="#eeeeee",
-                                      title=dict(text=escape_label(name), font=dict(size=10)))
+        layout[f"yaxis{axis}"].update(domain=[max(top - size, 0.0), top], showgrid=True, gridcolor="#eeeeee")
+        # the panel's name above it, not as an axis title: short panels would stack turned titles
+        names.append(dict(text=f"<b>{escape_label(name)}</b>", xref="paper", yref="paper", x=0.0, y=top,
+                          xanchor="left", yanchor="bottom", showarrow=False, font=dict(size=12, color="#444")))
         x = token_axis(labels[part] if lastof else None, "", values=None)
         x.update(anchor=f"y{axis}", showticklabels=lastof, range=[-0.5, len(values) - 0.5])
         layout[f"xaxis{axis}"] = x
         top -= size + gap + (0.06 if lastof and part == OUTPUT else 0.0)
     link_axes(layout, panels)
-    layout.update(title=figure_title(title), height=height or 120 + 95 * n, plot_bgcolor="white",
+    layout.update(title=figure_title(title), height=height or 120 + 95 * n, plot_bgcolor="white", annotations=names,
                   margin=dict(l=10, r=10, t=50 if title else 20, b=10), bargap=0.25, clickmode="event+select",
                   dragmode=False)
     return build_figure(traces, layout)

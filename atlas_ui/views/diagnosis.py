@@ -50,10 +50,11 @@ def render(ctx: ViewContext):
     st.markdown(source_strip_html(result.source_tokens, findings.omission, threshold=findings.threshold,
                                   show_space=display.show_space), unsafe_allow_html=True)
     what = "the forced translation" if result.forced else "the model's translation"
-    fig = shared_figure(result, ("diagnosis", display.show_space), lambda: diagnosis_figure(
+    height = 560 if display.presenter else 470          # presenter: most of a projector's height
+    fig = shared_figure(result, ("diagnosis", display.show_space, height), lambda: diagnosis_figure(
         findings.hallucination, result.output_tokens, findings.omission, result.source_tokens,
         output_evidence=findings.output_evidence, source_evidence=findings.source_evidence,
-        threshold=findings.threshold, show_space=display.show_space, height=470,
+        threshold=findings.threshold, show_space=display.show_space, height=height,
         title=f"Diagnosis of {what} · detached score {findings.sentence_score:.2f}"))
     chart(fig, "diagnosis_chart", on_select=partial(_on_piece_pick, "diagnosis_chart", len(result.output_tokens)),
           selection_mode="points")
