@@ -9,7 +9,7 @@ import streamlit as st
 from viz import method_comparison_figure, method_table
 
 from ..backend_explain import METHOD_LABELS, correlation_summary
-from ..common import chart, escape_md, step_nav
+from ..common import chart, escape_md, shared_figure, step_nav
 from .base import View, ViewContext
 
 AVERAGE_FLAG = "attr_average_on"      # session key: the examples' average was asked for
@@ -24,9 +24,10 @@ def _raw_cross(result) -> dict:
 
 def _method_figure(scores: dict, result, display, t: int):
     row = {name: np.asarray(values)[t] for name, values in scores.items()}       # this step: (S,) each
-    fig = method_comparison_figure(row, result.source_tokens, show_space=display.show_space, height=420,
-                                   title=f"Which source pieces mattered for step {t + 1} "
-                                         f"({result.output_tokens[t]}), by method")
+    shown = ("attr_methods", t, tuple(scores), display.show_space)      # built once for an audience
+    fig = shared_figure(result, shown, lambda: method_comparison_figure(
+        row, result.source_tokens, show_space=display.show_space, height=420,
+        title=f"Which source pieces mattered for step {t + 1} ({result.output_tokens[t]}), by method"))
     chart(fig, "attr_methods_chart")
     return fig
 
@@ -66,7 +67,7 @@ def attribution_view(result, display, explain_note: str, attribution, average, e
                "et al.'s (2020) score of a layer, ‖Σ_h α_h·f_h(x_j)‖: heads are summed before the norm, so heads "
                "that cancel count as cancelled. ALTI+ measures each piece against the whole block output, biases "
                "included, as Ferrando et al. (2022) define it.")
-    table = method_table(scores, data["source_tokens"], t)
+    table = shared_figure(result, ("attr_method_table", t), lambda: method_table(scores, data["source_tokens"], t))
     st.dataframe(table, hide_index=True, key="attr_method_table",
                  column_config={name: NUMBER for name in scores})
 
@@ -75,7 +76,8 @@ def attribution_view(result, display, explain_note: str, attribution, average, e
                "output is forced again, and we measure how much p(chosen piece) falls and how often the "
                "model's top piece changes. A faithful method's top pieces should cost the most. Special pieces "
                "are never dropped; “random” is a seeded random ranking to compare against.")
-    st.dataframe(_summary_table(data["summary"]), hide_index=True, key="attr_perturbation",
+    st.dataframe(shared_figure(result, ("attr_summary",), lambda: _summary_table(data["summary"])), hide_index=True,
+                 key="attr_perturbation",
                  column_config=SUMMARY_COLUMNS)
     frame = data["perturbation"]
     here = frame[frame["step"] == t].drop(columns=["step"]).copy()
