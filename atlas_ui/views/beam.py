@@ -13,6 +13,9 @@ from .base import View, ViewContext
 from .shared import head_heatmap
 
 
+PRESENTER_TREE_HEIGHT = 560
+
+
 def beam_signature(result) -> str:
     """Which run a picked node belongs to: a node picked for one sentence means nothing for another."""
     return " ".join(result.source_tokens) + " → " + " ".join(result.output_tokens)
@@ -44,8 +47,11 @@ def render(ctx: ViewContext):
         if not result.forced:
             st.button("Use beam search", key="beam_switch", on_click=_switch_to_beam)
         return None
-    fig = shared_figure(result, ("beam_tree", display.show_space), lambda: beam_tree_figure(    # once for an audience
-        result.beam, result.beam_final, show_space=display.show_space,
+    rows = max(len(step) for step in result.beam)
+    # presenter: at least 60% of a 900-px window (the auto height suits the page, not the slide)
+    height = max(PRESENTER_TREE_HEIGHT, 160 + 50 * rows) if display.presenter else None
+    fig = shared_figure(result, ("beam_tree", display.show_space, height), lambda: beam_tree_figure(   # once for an audience
+        result.beam, result.beam_final, show_space=display.show_space, height=height,
         title=f"Beam search: {len(result.beam)} steps, the returned hypothesis highlighted"))
     signature = beam_signature(result)
     path = beam_path(result.beam, result.beam_final)

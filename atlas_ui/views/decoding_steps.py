@@ -29,18 +29,19 @@ def render(ctx: ViewContext):
     t = step_nav(len(steps), display.presenter, describe)
     token, prob, top_k = steps[t]
     prefix = result.target_tokens[: t + 1]
-    if display.presenter or len(steps) <= 1:
+    if len(steps) <= 1:                  # presenter: the chart's title says what was chosen
         describe(t)
+    # the charts first, then the head picker below them: the picture starts higher on the screen
+    charts = st.container()
     controls, weights = st.columns([7.6, 2.4])
     with controls:
         layer, head, all_heads = pick_cross_head(result, "All heads of the layer", "step_all_heads")
     norm = norm_switch(display, weights)
-    left, right = st.columns([2, 3])
+    left, right = charts.columns([2, 3])
     with left:
         candidates = [piece for piece, _ in top_k] + ([] if token in {p for p, _ in top_k} else [token])
-        chart(shared_figure(result, ("step_topk", t, display.show_space), lambda: topk_bar_figure(
-                  top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}",
-                  show_space=display.show_space)), "step_topk",
+        chart(shared_figure(result, ("step_topk", t, display.show_space, display.presenter), lambda: candidates_figure(
+                  top_k, token, prob, t, display)), "step_topk",
               on_select=partial(_on_bar_pick, "step_topk", result.output_tokens[:t], candidates, token),
               selection_mode="points")
         branch_picker(result, t, token, candidates)
@@ -72,6 +73,15 @@ def render(ctx: ViewContext):
     branch.panel(display, "step_branch")            # below the candidates that were clicked
     step_explanations(ctx, t)                       # ALTI+ of the step beside "why this rather than that"
     return cross_fig
+
+
+def candidates_figure(top_k, token: str, prob: float, t: int, display):
+    """The step's top-k bars; taller in presenter mode (60% of a 900-px window), where its title
+    also says what was chosen (the step's text line is left out there)."""
+    fig = topk_bar_figure(top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}"
+                          + (f" · chose {token} (p = {prob:.3f})" if display.presenter else ""),
+                          show_space=display.show_space)
+    return fig.update_layout(height=max(fig.layout.height or 0, 560 if display.presenter else 380))
 
 
 def _branch_from(prefix: list, piece: str) -> None:
