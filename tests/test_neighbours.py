@@ -7,6 +7,7 @@ import pytest
 
 from hf_tiny import LANGUAGES, build
 from transformer import Translator
+from viz.words import word_spans
 from transformer.neighbours import nearest_pieces, source_embedding_matrix, source_ids, swap_word
 
 FAMILIES = ["marian", "m2m100", "nllb", "mbart50", "bart", "t5"]
@@ -109,9 +110,10 @@ def test_word_start_keeps_whole_words(tiny):
 
 
 def test_swap_word_makes_the_edited_sentence(tiny, hf_models):
-    out = tiny.translate("a b c", capture=False)                        # ▁a ▁b ▁c </s> (one piece a word)
+    out = tiny.translate("a b c", capture=False)
     assert out.source_tokens[-1] == "</s>"
-    assert swap_word(tiny, out.source_tokens, 1, 2, "\u2581d") == "a d c"
+    spans = {"".join(out.source_tokens[s:e]).lstrip("\u2581"): (s, e) for s, e in word_spans(out.source_tokens)}
+    assert swap_word(tiny, out.source_tokens, *spans["b"], "\u2581d") == "a d c"    # the word's pieces, all
     with pytest.raises(ValueError, match="no pieces"):
         swap_word(tiny, out.source_tokens, 3, 9, "\u2581d")
     tr = hf_models["marian"]

@@ -88,3 +88,12 @@ def test_changed_table_says_where_changed_pieces_came_from():
     assert np.isnan(table["from edited source (original)"].iloc[1])
     assert table["read most (edited)"].tolist() == [SRC_B[int(np.argmax(b[3]))], SRC_B[int(np.argmax(b[4]))]]
     assert changed_table(OUT_A, OUT_A, P_A, P_A, a, a, SRC_A, SRC_A).empty
+
+
+def test_exported_and_free_of_torch():
+    import viz
+    import viz.compare as module
+    for name in ("align_pieces", "swap_pieces_figure", "swap_map_figure", "changed_table"):
+        assert name in viz.__all__ and hasattr(viz, name)
+    source = open(module.__file__, encoding="utf-8").read()
+    assert "import torch" not in source and "streamlit" not in source

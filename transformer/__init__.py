@@ -4,7 +4,8 @@ from .config import ModelConfig
 from .explain import Explanation
 from .language import LanguageCheck
 from .model import Transformer
+from .neighbours import Neighbour, nearest_pieces
 from .translator import Step, Translation, Translator
 
 __all__ = ["Translator", "Translation", "Step", "AttentionTrace", "Masks", "ModelConfig", "Transformer",
-           "capture", "Explanation", "LanguageCheck"]
+           "capture", "Explanation", "LanguageCheck", "Neighbour", "nearest_pieces"]

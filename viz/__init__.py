@@ -6,6 +6,7 @@ figures can be built and tested anywhere. Rows are queries, columns are keys.
 from ._base import DEFAULT_COLORSCALE, DIVERGING_COLORSCALE, HOVER_TEXT_CELLS
 from ._labels import (SPECIAL_PIECES, display_tokens, escape_html, escape_label,
                       is_special)
+from .compare import align_pieces, changed_table, swap_map_figure, swap_pieces_figure
 from .encodings import (embedding_figure, position_bias_figure, position_similarity_figure,
                         positional_encoding_figure)
 from .explain import contribution_figure, method_comparison_figure, method_table, source_share_figure
@@ -20,6 +21,7 @@ from .stats import STAT_COLUMNS, average_statistics, head_statistics, rollout, s
 from .words import merge_attention, merge_keys, merge_pieces, word_spans
 
 __all__ = [
+    "align_pieces", "swap_pieces_figure", "swap_map_figure", "changed_table",
     "attention_heatmap", "overview_figure",
     "source_share_figure", "contribution_figure", "method_comparison_figure", "method_table", "overview_selection", "head_grid_figure",
     "importance_figure", "importance_frame", "pruning_curve_figure", "top_heads",
