@@ -6,16 +6,12 @@ again: the forced passes of `transformer.diagnosis` alone, ~20-60 ms for a Multi
 the strip marks and the summary run on every page run, and a click or a rerun costs a cache hit."""
 from __future__ import annotations
 
-import functools
 import logging
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import streamlit as st
-from streamlit.runtime.scriptrunner import add_script_run_ctx, get_script_run_ctx
 
 from transformer.diagnosis import Item, diagnose_items
 
@@ -59,49 +55,26 @@ def every_run() -> bool:
     return os.environ.get("ATLAS_DIAGNOSIS", "1").strip() != "0"
 
 
-@functools.lru_cache(maxsize=None)
-def diagnosis_workers() -> ThreadPoolExecutor:
-    """The process's threads that diagnose a new run while its view is drawn."""
-    return ThreadPoolExecutor(max_workers=2, thread_name_prefix="diagnosis")
-
-
 class PageDiagnosis:
     """The diagnosis the translation strip shows, for one page run. Held already (a rerun, a
-    crowd on one link): at once. New: computed in a worker thread while the view is drawn, so
-    the first chart is not kept waiting; `finish()` after the view collects it. The Diagnosis
-    view needs it first, so there it is computed at once; ATLAS_DIAGNOSIS=0: only there."""
+    crowd on one link): at once. New: computed by `finish()` after the view is drawn, so the
+    first chart is not kept waiting for it (the strip is marked then). The Diagnosis view needs
+    it first, so there it is computed at once; ATLAS_DIAGNOSIS=0: only there. (A worker thread
+    beside the view was tried: on 2 shared cores it made the run no shorter.)"""
 
     def __init__(self, model: ModelRef, device: str, result, view: str):
+        self.args = (model, device, result)
         self.findings = held().get(("diagnosis", result.key)) if result.key else None
-        self.future = None
+        self.pending = self.findings is None and view != "Diagnosis" and every_run()
         if self.findings is None and view == "Diagnosis":
-            self.findings = diagnosis_for(model, device, result)
-        elif self.findings is None and every_run():
-            ctx = get_script_run_ctx()
-            self.future = diagnosis_workers().submit(_in_context, ctx, diagnosis_for, model, device, result)
+            self.findings = diagnosis_for(*self.args)
 
-    def finish(self, timeout: float = 150.0):
-        """The Findings (waiting for the worker if it is still busy), or None when switched off."""
-        if self.future is not None:
-            future, self.future = self.future, None
-            try:
-                self.findings = future.result(timeout=timeout)
-            except Exception as exc:  # noqa: BLE001 - the strip then says why, the page goes on
-                LOG.warning("diagnosis failed: %s", exc)
-                self.findings = DiagnosisFailed(f"{type(exc).__name__}: {str(exc)[:120]}")
+    def finish(self):
+        """The Findings (computed now if still pending), or None when switched off."""
+        if self.pending:
+            self.pending = False
+            self.findings = diagnosis_for(*self.args)
         return self.findings
-
-    @property
-    def pending(self) -> bool:
-        return self.future is not None
-
-
-def _in_context(ctx, function, *args):
-    """Run `function` in a worker with the page's script context (st.cache_resource then behaves
-    as in the page's own thread)."""
-    if ctx is not None:
-        add_script_run_ctx(threading.current_thread(), ctx)
-    return function(*args)
 
 
 def diagnosis_for(model: ModelRef, device: str, result) -> Findings | DiagnosisFailed:
