@@ -243,7 +243,7 @@ def page() -> None:
             land(path, result)                            # a new visitor: cross-attention, the head that matters
             language_note(translator, text, models, model)
             step = state.kept("step", 0) if shown is not None and shown.steps else None
-            diagnosis = guarded(PageDiagnosis, ref, device, result, view)     # a new run's: beside the view
+            diagnosis = guarded(PageDiagnosis, ref, device, result, view)     # a new run's: after the view
             mark_strip = show_translation(result, target_lang, display, step if isinstance(step, int) and
                                           0 <= step < len(result.output_tokens) else None, diagnosis)
             model_note(translator, result)
@@ -255,7 +255,7 @@ def page() -> None:
             figure = guarded(VIEWS[view].render, context)
             figure_seconds = time.perf_counter() - started
             if mark_strip is not None:
-                guarded(mark_strip)                       # the diagnosis computed while the view was drawn
+                guarded(mark_strip)                       # a new run's diagnosis: the chart is drawn first
             guarded(branch.panel, display)                # what-if side by side, unless the view drew it
             source_share_bar(result, display)             # below the view: nothing moves what was clicked
             # drawn only while open (Streamlit's lazy expander; opening it is one rerun): three
