@@ -94,6 +94,9 @@ def translate_input(model: ModelRef, device: str, text: str, beam: int, target, 
 
 def pick_view(bar) -> str:
     """The view picker: a row of names on the page, or one dropdown in the presenter's bar."""
+    current = state.kept("view")
+    if current in VIEWS:       # a radio's value does not pass to a dropdown of the same key (or back)
+        st.session_state["view"] = current
     if bar is None:
         return state.radio("View", list(VIEWS), "view", horizontal=True, label_visibility="collapsed")
     with bar:
