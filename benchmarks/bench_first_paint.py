@@ -158,11 +158,25 @@ def first_paint(browser, url: str) -> dict:
         page.context.close()
 
 
+def timed_click(page, target) -> dict:
+    """Click `target`; seconds from the click event to the end of the runs it started, and the page's
+    view of them: click -> the server's run started -> it finished -> drawn (CLICK_CLOCK_JS on the page)."""
+    target.scroll_into_view_if_needed()
+    before = page.evaluate("() => { window.__clickAt = null; window.__runEndAt = null; return window.__atlasRuns.sent; }")
+    target.click()
+    page.wait_for_function("(b) => window.__atlasRuns.sent > b", arg=before)
+    page.wait_for_function(RUN_ENDED_TIMED_JS, arg=[before, 1], polling="raf")
+    sent, click_at, end_at, started, finished = page.evaluate(
+        "() => [window.__atlasRuns.sent, window.__clickAt, window.__runEndAt, window.__probe.lastStarted,"
+        " window.__probe.lastFinished]")
+    return {"reruns": sent - before, "seconds": (end_at - click_at) / 1000, "to_start": (started - click_at) / 1000,
+            "run": (finished - started) / 1000, "to_drawn": (end_at - finished) / 1000}
+
+
 def click_runs(browser, url: str, sentences: list[str]) -> list[dict]:
     """One app page; per sentence: type it, click Translate, time click -> end of the runs it started."""
     page = new_page(browser, CLICK_CLOCK_JS)
     try:
-        before = 0
         page.goto(url, wait_until="commit")
         page.wait_for_function(RUN_ENDED_JS, arg=[0, 1])     # the page's first run
         page.wait_for_function("() => window.__probe && window.__probe.chartPainted !== null")
@@ -171,21 +185,10 @@ def click_runs(browser, url: str, sentences: list[str]) -> list[dict]:
         timings = []
         for sentence in sentences:
             box.fill(sentence)                       # typed, not yet applied (no rerun until blur/click)
-            before = page.evaluate("() => { window.__clickAt = null; window.__runEndAt = null;"
-                                   " return window.__atlasRuns.sent; }")
-            button.click()
-            # the click applies the typed text and presses the button: wait for every rerun it sent
-            page.wait_for_function("(b) => window.__atlasRuns.sent > b", arg=before)
-            page.wait_for_function(RUN_ENDED_TIMED_JS, arg=[before, 1], polling="raf")
-            sent, click_at, end_at, started, finished = page.evaluate(
-                "() => [window.__atlasRuns.sent, window.__clickAt, window.__runEndAt, window.__probe.lastStarted,"
-                " window.__probe.lastFinished]")
+            # the click applies the typed text and presses the button: every rerun it sent is waited for
+            timing = timed_click(page, button)
             translation = page.locator(TRANSLATION).inner_text()
-            timings.append({"sentence": sentence, "reruns": sent - before, "seconds": (end_at - click_at) / 1000,
-                            # the page's view: click -> the server's run started -> it finished -> drawn
-                            "to_start": (started - click_at) / 1000, "run": (finished - started) / 1000,
-                            "to_drawn": (end_at - finished) / 1000,
-                            "translation": translation.strip()})
+            timings.append({"sentence": sentence, **timing, "translation": translation.strip()})
         timings[0]["problems"] = list(page.problems)
         return timings
     finally:

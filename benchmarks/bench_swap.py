@@ -28,16 +28,12 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 
 from browser_utils import CHROMIUM, CHROMIUM_ARGS, RUN_ENDED_JS, run_tracker_js, script_run  # noqa: E402
+from bench_first_paint import CLICK_CLOCK_JS  # noqa: E402
 from serving.servers import AppServer  # noqa: E402
 
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."
 WORDS = ["red", "jacket", "man", "narrow", "street", "riding", "bicycle", "down", "his"]
 GOAL = 0.5
-CLICK_CLOCK_JS = """(() => {
-  window.__clickAt = null;
-  window.addEventListener('click', (event) => { if (window.__clickAt === null) window.__clickAt = event.timeStamp; },
-                          {capture: true});
-})();"""
 # the run ended, every chart drawn at its width, and the map's edited side is not the one before
 DRAWN_JS = f"""([before, runs, old]) => {{
   if (!({RUN_ENDED_JS})([before, runs])) return false;

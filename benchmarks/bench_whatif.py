@@ -30,27 +30,13 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from bench_first_paint import CLICK_CLOCK_JS, RUN_ENDED_TIMED_JS, new_page  # noqa: E402
+from bench_first_paint import CLICK_CLOCK_JS, new_page, timed_click  # noqa: E402
 from browser_utils import CHROMIUM, CHROMIUM_ARGS, RUN_ENDED_JS  # noqa: E402
 from serving.servers import AppServer  # noqa: E402
 
 GOAL_CLICK = 0.3
 SENTENCE = "A man in a blue shirt is riding a bike down the street."
 PILLS = ".st-key-step_branch_pick button"
-
-
-def timed_click(page, target) -> dict:
-    """Click `target`; seconds from the click event to the end of the run it started (and parts)."""
-    target.scroll_into_view_if_needed()
-    before = page.evaluate("() => { window.__clickAt = null; window.__runEndAt = null; return window.__atlasRuns.sent; }")
-    target.click()
-    page.wait_for_function("(b) => window.__atlasRuns.sent > b", arg=before)
-    page.wait_for_function(RUN_ENDED_TIMED_JS, arg=[before, 1], polling="raf")
-    sent, click_at, end_at, started, finished = page.evaluate(
-        "() => [window.__atlasRuns.sent, window.__clickAt, window.__runEndAt, window.__probe.lastStarted,"
-        " window.__probe.lastFinished]")
-    return {"reruns": sent - before, "seconds": (end_at - click_at) / 1000, "to_start": (started - click_at) / 1000,
-            "run": (finished - started) / 1000, "to_drawn": (end_at - finished) / 1000, "problems": list(page.problems)}
 
 
 def click_candidates(browser, base: str, clicks: int) -> list[dict]:
@@ -71,13 +57,14 @@ def click_candidates(browser, base: str, clicks: int) -> list[dict]:
                 step, used = want, n // 3
                 for label in ("Next ▶", "◀ Prev"):              # a plain click on the same page, for scale
                     timings.append(dict(timed_click(page, page.get_by_role("button", name=label)), step=want + 1,
-                                        candidate=None, side_by_side=False))
+                                        candidate=None, side_by_side=False, problems=list(page.problems)))
             pill = page.locator(PILLS).filter(has_text=re.compile(r"\S")).nth(used)
             name = pill.inner_text().strip()
             timed = timed_click(page, pill)
             drawn = page.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
                 .some(gd => ((gd.layout && gd.layout.title && gd.layout.title.text) || '').startsWith('What if step'))""")
-            timings.append(dict(timed, step=step + 1, candidate=name, side_by_side=bool(drawn)))
+            timings.append(dict(timed, step=step + 1, candidate=name, side_by_side=bool(drawn),
+                                problems=list(page.problems)))
             # a fresh tab per click would time the page's first runs too: reopen only for the next step
             if (n + 1) % 3 == 0 or n + 1 == clicks:
                 page.context.close()
