@@ -115,6 +115,7 @@ def test_threads_give_identical_results():
              "A girl in a red dress."]
     expected = [language.check(t, s) for t in texts for s in ("en", "de", "eng_Latn")]
     language._cache.clear()                  # every thread races for the first load too
+    language._check.cache_clear()            # (the per-sentence memo would answer before it)
     barrier, results, errors = threading.Barrier(8), [], []
 
     def work():
@@ -133,6 +134,7 @@ def test_threads_give_identical_results():
     assert not errors and len(results) == 8
     assert all(r == expected * 20 for r in results)
     assert len(language._cache) == 1
+    assert language._check.cache_info().hits > 0          # reruns of the same sentence are answered once
 
 
 # ---- Hugging Face models: the base-class method reads their source_lang -----------------------

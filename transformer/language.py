@@ -29,6 +29,7 @@ import threading
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -142,6 +143,13 @@ def check(text: str, source_lang: str | None) -> LanguageCheck:
         raise ValueError(f"text must be a string, got {type(text).__name__}")
     if not text.strip():
         raise ValueError("text is empty: type a sentence to check")
+    return _check(text, source_lang if isinstance(source_lang, str) else None)
+
+
+@lru_cache(maxsize=4096)
+def _check(text: str, source_lang: str | None) -> LanguageCheck:
+    """Memoised: the app asks about the same sentence on every rerun of every session (the result
+    is frozen, so one copy is shared)."""
     prof = profiles()
     text_words = words(text)
     letters = sum(len(w) for w in text_words)
