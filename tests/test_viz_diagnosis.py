@@ -66,6 +66,13 @@ def test_the_summary_names_what_was_found_or_that_nothing_was():
     assert words_of(["▁a"] * 40, limit=10) == "a a a a a…"
 
 
+def test_the_summary_names_a_flagged_end_of_sentence_in_words_not_markup():
+    output = ["▁Ein", "▁Hund", "</s>"]
+    text = diagnosis_summary([("hallucination", 2, 3, 0.7)], output, SOURCE)
+    assert text == "1 output piece looks unsupported by the source: the end of the sentence."
+    assert "</s>" not in text and "“" not in text
+
+
 def test_token_strip_frames_unsupported_pieces_apart_from_the_shading():
     from viz import token_probability_html
     html = token_probability_html(["▁a", "<b>", "</s>"], [0.9, 0.2, 0.99], unsupported=[0.1, 0.9, 0.5],

@@ -157,6 +157,15 @@ def words_of(pieces: Sequence[str], limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def _span_name(tokens: Sequence[str], start: int, end: int) -> str:
+    """“the words” of a span; a span of special pieces only is named for what it means (a flagged
+    </s> is the translation ending where the source does not), never by its literal markup."""
+    words = words_of(tokens[start:end], 40)
+    if words:
+        return f"“{words}”"
+    return "the end of the sentence" if any(str(p) == "</s>" for p in tokens[start:end]) else "a special piece"
+
+
 def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], source_tokens: Sequence[str]) -> str:
     """One plain-text sentence (escape it to show it): what was flagged, or that nothing was.
     flags: (kind "hallucination" | "omission", start, end, score), end exclusive."""
@@ -165,12 +174,12 @@ def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], sour
     parts = []
     if unsupported:
         count = sum(b - a for a, b in unsupported)
-        named = ", ".join(f"“{words_of(output_tokens[a:b], 40) or output_tokens[a]}”" for a, b in unsupported[:MAX_LISTED])
+        named = ", ".join(_span_name(output_tokens, a, b) for a, b in unsupported[:MAX_LISTED])
         more = " …" if len(unsupported) > MAX_LISTED else ""
         parts.append(f"{count} output piece{'s' if count != 1 else ''} look{'s' if count == 1 else ''} "
                      f"unsupported by the source: {named}{more}")
     if omitted:
-        named = ", ".join(f"“{words_of(source_tokens[a:b], 40) or source_tokens[a]}”" for a, b in omitted[:MAX_LISTED])
+        named = ", ".join(_span_name(source_tokens, a, b) for a, b in omitted[:MAX_LISTED])
         more = " …" if len(omitted) > MAX_LISTED else ""
         many = len(omitted) > 1 or len(words_of(source_tokens[omitted[0][0]:omitted[0][1]]).split()) > 1
         parts.append(f"the source word{'s' if many else ''} {named}{more} look{'' if many else 's'} left out")
