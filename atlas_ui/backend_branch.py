@@ -14,15 +14,17 @@ from .settings import TOP_K
 from .warm import hold, translation_key
 
 
-def branch_key(model: ModelRef, device: str, text: str, beam_size: int, prefix: tuple, explain: bool) -> str:
+def branch_key(model: ModelRef, device: str, text: str, beam_size: int, prefix: tuple, explain: bool,
+               head_mask: tuple = ()) -> str:
     """Names one branch run (its figures' cache key); never equal to a plain run's key."""
-    return translation_key(model, device, text, beam_size, ("prefix",) + tuple(prefix), (), explain)
+    return translation_key(model, device, text, beam_size, ("prefix",) + tuple(prefix), tuple(head_mask), explain)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def translate_prefix(model: ModelRef, device: str, text: str, beam_size: int, prefix: tuple, slots: int,
-                     explain: bool = False) -> Result:
-    """translate(text, prefix=pieces): the pieces forced, then greedy or beam search goes on.
+                     explain: bool = False, head_mask: tuple = ()) -> Result:
+    """translate(text, prefix=pieces): the pieces forced, then greedy or beam search goes on; with
+    head_mask, the branch decoded again with those heads off (the Ablation view on a branch).
     ValueError (unknown piece, </s> before the end, longer than max_len) passes through uncached."""
     translator = get_translator(model, device)
     semaphore = translation_slots(slots)
@@ -30,11 +32,11 @@ def translate_prefix(model: ModelRef, device: str, text: str, beam_size: int, pr
         raise TimeoutError("the server is busy translating for others")
     try:
         out = translator.translate(text, beam_size=beam_size, capture=True, top_k=TOP_K, prefix=list(prefix),
-                                   explain=bool(explain))
+                                   explain=bool(explain), head_mask=set(head_mask) or None)
     finally:
         semaphore.release()
-    key = branch_key(model, device, text, beam_size, prefix, explain)
-    return hold(key, to_result(out, str(translator.device), (), key))
+    key = branch_key(model, device, text, beam_size, prefix, explain, head_mask)
+    return hold(key, to_result(out, str(translator.device), tuple(head_mask), key))
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

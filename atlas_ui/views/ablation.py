@@ -61,6 +61,7 @@ def render(ctx: ViewContext):
     if not mask:
         summary.info("No head is switched off yet. Open “Heads switched off” and tick one or more heads.")
         return None
+    on_branch = bool(ctx.branch_prefix)          # the branch on screen: decode it again, same forced prefix
     ablated = ctx.variant(head_mask=mask)
     old, new = result.output_tokens, ablated.output_tokens
     changed = max(changed_count(old, new), changed_count(new, old))
@@ -81,9 +82,12 @@ def render(ctx: ViewContext):
     worst = table.loc[table["change"].idxmin()]
     st.caption(f"Largest drop: step {int(worst['step'])} ({escape_md(worst['piece'], 40)}), "
                f"{worst['original']:.3f} → {worst['ablated']:.3f}.")
+    if on_branch:
+        st.caption(f"On the branch: its first {len(ctx.branch_prefix)} pieces stay forced, and the model "
+                   "decodes on from there with the heads off.")
     left, right = st.columns(2)
     with left:
-        st.markdown("**Original**")
+        st.markdown("**Branch**" if on_branch else "**Original**")
         st.code(result.text or " ", language=None, wrap_lines=True)
         st.markdown(diff_html(old, new, side="old", show_space=display.show_space), unsafe_allow_html=True)
     with right:

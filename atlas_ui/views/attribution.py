@@ -60,6 +60,9 @@ def attribution_view(result, display, explain_note: str, attribution, average, e
     except (ValueError, RuntimeError, TimeoutError) as exc:
         st.info("The attribution is unavailable for this run: " + escape_md(str(exc), 300))
         return _method_figure(_raw_cross(result), result, display, t)
+    if list(data["output_tokens"]) != list(result.output_tokens):    # a guard: numbers of another run
+        st.info("The attribution describes another run than the one on screen; showing raw cross-attention.")
+        return _method_figure(_raw_cross(result), result, display, t)
     scores = data["scores"]
     fig = _method_figure(scores, result, display, t)
     st.caption("Each row is one method's weight on every source piece for this output step (rows sum to 1): "
@@ -112,6 +115,10 @@ def attribution_view(result, display, explain_note: str, attribution, average, e
 
 
 def render(ctx: ViewContext):
+    prefix = ctx.branch_prefix
+    if prefix:
+        st.caption(f"Showing the branch (what if step {len(prefix)} had been “{escape_md(prefix[-1], 40)}”): "
+                   "every number below is the branch's own, its pieces forced through the model.")
     return attribution_view(ctx.result, ctx.display, ctx.display.explain_note, ctx.attribution,
                             ctx.attribution_average, len(ctx.example_texts()))
 

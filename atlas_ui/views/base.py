@@ -11,7 +11,9 @@ from typing import Callable
 import plotly.graph_objects as go
 import streamlit as st
 
+from .. import branch
 from ..backend import example_statistics, get_translator, translate
+from ..backend_branch import translate_prefix
 from ..backend_explain import attribution, attribution_average
 from ..catalogue import ModelRef
 from ..common import Display
@@ -49,8 +51,22 @@ class ViewContext:
             return translate(self.model, self.device, text[:MAX_CHARS], self.beam, None, max_concurrent(),
                              **({"explain": True} if self.display.norm else {}))
 
+    @property
+    def branch_prefix(self) -> tuple:
+        """The forced pieces of the what-if branch on screen; () when the run on screen is the
+        original (atlas_ui/branch.py: the page's Original / Branch switch)."""
+        run = branch.current()
+        if run is None or not run.on_branch or run.branch is not self.result:
+            return ()
+        return tuple(run.prefix)
+
     def variant(self, head_mask: tuple = (), pieces: tuple | None = None) -> Result:
-        """This sentence again: with heads switched off, and/or forced through the given pieces."""
+        """This sentence again: with heads switched off, and/or forced through the given pieces.
+        On a branch, heads off without pieces decodes the branch again (same forced prefix)."""
+        prefix = self.branch_prefix
+        if prefix and pieces is None and head_mask:
+            return translate_prefix(self.model, self.device, self.text[:MAX_CHARS], self.beam, prefix,
+                                    max_concurrent(), head_mask=tuple(head_mask))
         target = pieces if pieces is not None else self.target
         return translate(self.model, self.device, self.text[:MAX_CHARS], 1 if target else self.beam, target,
                          max_concurrent(), tuple(head_mask))
@@ -64,8 +80,11 @@ class ViewContext:
         return example_statistics(self.model, self.device, self.example_texts(), self.beam, max_concurrent())
 
     def attribution(self) -> dict:
-        """The Attribution view's numbers for the run on screen (same decoding and reference)."""
-        target = self.target
+        """The Attribution view's numbers for the run on screen (same decoding and reference). A
+        branch is forced through its own pieces: the same teacher-forced numbers as the branch, cached
+        by those pieces."""
+        prefix = self.branch_prefix
+        target = tuple(self.result.output_tokens) if prefix else self.target
         with st.spinner("Comparing the methods and running the perturbation test…"):
             return attribution(self.model, self.device, self.text[:MAX_CHARS], 1 if target else self.beam, target,
                                max_concurrent())
