@@ -171,14 +171,25 @@ def panel(display, key: str = "branch") -> None:
                                 forced=len(run.prefix), show_space=display.show_space,
                                 title=f"What if step {len(run.prefix)} had been “{run.prefix[-1]}”?"),
           f"{key}_compare")
-    if branch.output_tokens and branch.output_tokens[-1] == "</s>" and len(branch.output_tokens) == len(run.prefix):
-        st.info("This branch ends the sentence at the chosen piece: there is nothing left to decode.")
-    elif branch.output_tokens[-1] != "</s>":
-        st.info("The branch reached the length limit before ending the sentence.")
+    note = length_note(branch.output_tokens, len(run.prefix))
+    if note:
+        st.info(note)
     gap = total_log_prob(original.probs()) - total_log_prob(branch.probs())
     st.caption(f"Original: {escape_md(original.text or ' ', 160)}  \nBranch: {escape_md(branch.text or ' ', 160)}  \n"
                f"They part at step {part + 1}. The original is {gap:+.2f} in total log-probability "
                "(each cell's shade is that piece's probability; hover for the value).")
+
+
+def length_note(pieces: list, forced: int) -> str:
+    """Why a branch stops where it does, when that needs saying ("" when it ended on its own): the
+    chosen piece ended the sentence, the forced pieces already fill the length limit (max_len: no
+    room is left to decode on), or decoding ran into that limit."""
+    ended = bool(pieces) and pieces[-1] == "</s>"
+    if len(pieces) == forced:
+        return ("This branch ends the sentence at the chosen piece: there is nothing left to decode." if ended
+                else f"This branch's {forced} forced pieces already fill the length limit of a translation of "
+                     "this sentence: there is no room left to decode on, so the branch is just those pieces.")
+    return "" if ended else "The branch reached the length limit before ending the sentence."
 
 
 def tree_label(prefix: tuple, depth: int) -> str:

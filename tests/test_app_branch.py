@@ -153,3 +153,33 @@ def test_why_this_rather_than_that_next_to_the_step(translator):
     assert spec["data"][0]["z"][0] == pytest.approx(expected.source.tolist(), abs=1e-5)
     assert spec["data"][1]["z"][0] == pytest.approx(expected.prefix.tolist(), abs=1e-5)
     assert any(f"= {expected.margin:.2f}" in c.value for c in at.caption)
+
+
+LONG = "very very very very very very very big"      # greedy runs into the length limit (max_len)
+
+
+def test_a_click_whose_prefix_fills_the_length_limit_says_so(translator):
+    original = translator.translate(LONG, top_k=10)
+    limit = min(translator.config.max_target_len, 2 * len(original.source_ids) + 16)    # translate()'s max_len
+    assert len(original.output_tokens) == limit and original.output_tokens[-1] != "</s>"
+    at = new_app()
+    at.query_params.update({"model": "en-de", "view": "Decoding steps", "sentence": LONG, "step": str(limit - 1)})
+    at.run()
+    check_clean(at, "long")
+    pick = at.pills(key="step_branch_pick")
+    pick.set_value(pick.options[0]).run()                        # a prefix of max_len pieces
+    check_clean(at, "max_len branch")
+    prefix = original.output_tokens[: limit - 1] + [pick.options[0]]
+    assert any("fill the length limit" in i.value and f"{limit} forced pieces" in i.value for i in at.info)
+    assert compare_spec(at)["data"][0]["text"][1] == escaped(prefix)
+    at.radio(key="branch_view").set_value("Branch").run()       # the page keeps working on that branch
+    check_clean(at, "on the max_len branch")
+    assert shown_text(at) == translator.translate(LONG, prefix=prefix).text
+    at.slider(key="step").set_value(limit - 2).run()
+    pick = at.pills(key="step_branch_pick")
+    pick.set_value(pick.options[0]).run()                        # max_len - 1 pieces: one step is left
+    check_clean(at, "max_len - 1 branch")
+    branch = translator.translate(LONG, prefix=original.output_tokens[: limit - 2] + [pick.options[0]])
+    assert len(branch.output_tokens) == limit and shown_text(at) == branch.text
+    assert not any("fill the length limit" in i.value for i in at.info)
+    assert compare_spec(at)["data"][0]["text"][1] == escaped(branch.output_tokens)

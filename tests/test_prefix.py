@@ -203,6 +203,45 @@ def test_prefix_errors_and_empty_prefix(en_de):
     assert beam.output_tokens == ["▁Ein", "▁Mann"]
 
 
+def default_max_len(tr, out) -> int:
+    """translate()'s max_len when none is given (ours): min(max_target_len, 2 * source pieces + 16)."""
+    return min(tr.config.max_target_len, 2 * len(out.source_ids) + 16)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_prefix_of_max_len_pieces_is_the_whole_translation(ours, beam_size):
+    """api.md: only a prefix *longer* than max_len raises; one of exactly max_len pieces leaves no
+    room, so the translation is the prefix, each step still carrying the model's probabilities."""
+    tr, text = ours
+    greedy = tr.translate(text)
+    limit = default_max_len(tr, greedy)
+    pieces = (greedy.output_tokens[:-1] * limit)[:limit]            # any pieces but </s>
+    for max_len in (None, limit):
+        out = tr.translate(text, prefix=pieces, beam_size=beam_size, top_k=4, max_len=max_len)
+        assert out.output_tokens == pieces and out.prefix_length == limit and out.output_tokens[-1] != "</s>"
+        assert len(out.steps) == limit and out.attention.cross.shape[2] == limit
+    forced = tr.translate(text, target=pieces, top_k=4)
+    assert_same_run(out, forced, atol=1e-5)
+    explained = tr.translate(text, prefix=pieces, explain=True)      # what the app's Attribution asks for
+    assert explained.explanation.source_contribution.shape == (limit, len(greedy.source_ids))
+    with pytest.raises(ValueError, match=f"{limit + 1} pieces, more than max_len={limit}"):
+        tr.translate(text, prefix=pieces + pieces[:1], beam_size=beam_size)
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_a_prefix_of_max_len_minus_one_pieces_leaves_one_step(ours, beam_size):
+    """One piece is left: the model's own best next piece (</s> or not), then the length limit."""
+    tr, text = ours
+    greedy = tr.translate(text)
+    limit = default_max_len(tr, greedy)
+    pieces = (greedy.output_tokens[:-1] * limit)[: limit - 1]
+    out = tr.translate(text, prefix=pieces, beam_size=beam_size, top_k=4)
+    assert len(out.output_tokens) == limit and out.output_tokens[:-1] == pieces
+    assert out.prefix_length == limit - 1
+    assert out.output_tokens[-1] == out.steps[-1].top_k[0][0]        # the argmax of the last step
+    assert_same_run(out, tr.translate(text, target=list(out.output_tokens), top_k=4), atol=1e-5)
+
+
 # ---- Hugging Face: every family, built once ------------------------------------------------------
 FAMILIES = ["marian", "m2m100", "nllb", "mbart50", "bart", "t5"]
 SOURCES = ["A man is riding a bike.", "Two dogs play in the snow."]
