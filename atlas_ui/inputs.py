@@ -226,6 +226,21 @@ def language_note(translator, text: str, models: dict, current: str) -> None:
                           on_click=state.put, args=("model", readers[0]))
 
 
+INPUTS_OPEN = "inputs_open"           # session key: the examples · reference · beam popover is open
+DECODINGS = ["Greedy", "Beam search"]
+BEAM_SIZES = range(2, MAX_BEAM + 1)
+
+
+def kept_decoding() -> tuple[str, str, int]:
+    """(reference, decoding, beam size) as last set, while their popover is closed (a share link's
+    ref= and beam= included), each checked as its widget would."""
+    reference = state.kept("reference", "")
+    decoding = state.kept("decoding", "Greedy")
+    beam = state.kept("beam_size", 4)
+    return (reference if isinstance(reference, str) else "", decoding if decoding in DECODINGS else "Greedy",
+            beam if beam in BEAM_SIZES else 4)
+
+
 def input_area(examples: list, source_lang: str, target_lang: str) -> tuple[str, str, int]:
     """One row: the sentence, Translate, and a popover holding the examples, the reference and the
     decoding (folded away so the picture starts high on the page); returns (text, reference, beam)."""
@@ -237,26 +252,30 @@ def input_area(examples: list, source_lang: str, target_lang: str) -> tuple[str,
                                help=f"Up to {MAX_CHARS} characters. Press Ctrl+Enter or Translate.")
     with button:
         st.button("Translate", key="translate", type="primary", width="stretch")
-    forced = str(state.kept("reference", "") or "").strip()
-    beam_kept = state.kept("decoding", "Greedy") == "Beam search"
-    label = "Examples · reference · beam" + (" (reference forced)" if forced else " (beam)" if beam_kept else "")
-    with more.popover(label, width="stretch"):
-        st.selectbox("Example", range(len(examples)), index=None, key="example",
-                     placeholder="Pick an example sentence…",
-                     format_func=lambda i: _example_label(examples[i], source_lang, target_lang),
-                     on_change=_use_example, args=(examples, source_lang))
-        reference = state.text_input(f"Reference translation ({target_lang}, optional)", "reference",
-                                     placeholder="Leave empty to let the model decode",
-                                     help="With a reference the model is fed it (forced decoding), so you "
-                                          "see the attention and probabilities for that translation.")
-        row = example_row(examples, source_lang, text)
-        example_reference(row, source_lang, target_lang, reference)
-        columns = st.columns([3, 2])
-        with columns[0]:
-            decoding = state.radio("Decoding", ["Greedy", "Beam search"], "decoding", horizontal=True)
-        with columns[1]:
-            beam = state.selectbox("Beam size", range(2, MAX_BEAM + 1), "beam_size", 4,
-                                   disabled=decoding == "Greedy")
+    # drawn only while open (a lazy popover; opening it is one rerun): eight widgets fewer on every
+    # run of every session, which a room of people opening one link pays for (bench_serving --views).
+    # Its label never changes: a stateful popover's label is part of its identity, so a new label
+    # (say, "(beam)" after picking beam search) would close it under the user's pointer. The
+    # translation's title says when a reference is forced or beam search is on.
+    with more.popover("Examples · reference · beam", width="stretch", key=INPUTS_OPEN, on_change="rerun") as box:
+        if box.open:
+            st.selectbox("Example", range(len(examples)), index=None, key="example",
+                         placeholder="Pick an example sentence…",
+                         format_func=lambda i: _example_label(examples[i], source_lang, target_lang),
+                         on_change=_use_example, args=(examples, source_lang))
+            reference = state.text_input(f"Reference translation ({target_lang}, optional)", "reference",
+                                         placeholder="Leave empty to let the model decode",
+                                         help="With a reference the model is fed it (forced decoding), so you "
+                                              "see the attention and probabilities for that translation.")
+            example_reference(example_row(examples, source_lang, text), source_lang, target_lang, reference)
+            columns = st.columns([3, 2])
+            with columns[0]:
+                decoding = state.radio("Decoding", DECODINGS, "decoding", horizontal=True)
+            with columns[1]:
+                beam = state.selectbox("Beam size", BEAM_SIZES, "beam_size", 4, disabled=decoding == "Greedy")
+        else:
+            reference, decoding, beam = kept_decoding()
+    row = example_row(examples, source_lang, text)
     note = failure_note(row, source_lang, target_lang) if row is not None else ""
     if note:                                   # a speaker's failure case says what to look at, in view
         st.caption(f"⚠ Failure case: {escape_md(note, 300)}")

@@ -104,11 +104,12 @@ def pick_view(bar) -> str:
 
 
 def show_translation(result, target_lang: str, display: Display, current: int | None = None,
-                     diagnosis=None):
+                     diagnosis=None, beam: int = 1):
     """The translation in a keyed container (class st-key-translation), so the page can be read
     by what it shows rather than by position. Returns what marks the strip once a new run's
     diagnosis is in (views/diagnosis.py translation_strip), or None."""
-    title = f"Translation ({target_lang})" + (", forced to the reference" if result.forced else "")
+    title = f"Translation ({target_lang})" + (", forced to the reference" if result.forced else "") + (
+        f", beam search ({beam})" if result.beam and beam > 1 else "")
     with st.container(key="translation"):
         if display.presenter:      # the strip is the translation: one line less between the bar and the chart
             return translation_strip(diagnosis, result, display.show_space, current)
@@ -248,7 +249,7 @@ def page() -> None:
             step = state.kept("step", 0) if shown is not None and shown.steps else None
             diagnosis = guarded(PageDiagnosis, ref, device, result, view)     # a new run's: after the view
             mark_strip = show_translation(result, target_lang, display, step if isinstance(step, int) and
-                                          0 <= step < len(result.output_tokens) else None, diagnosis)
+                                          0 <= step < len(result.output_tokens) else None, diagnosis, beam)
             model_note(translator, result)
             view = pick_view(picker)
             st.caption(f"**{VIEWS[view].title}.** {VIEWS[view].explains}")

@@ -39,6 +39,14 @@ def new_app():
     return AppTest.from_file(APP, default_timeout=120)
 
 
+def open_inputs(at):
+    """What a click on the examples · reference · beam popover does. The popover is lazy (its widgets
+    are drawn only while open) and AppTest sends no popover state back, so set it before every run
+    that needs them."""
+    at.session_state["inputs_open"] = True
+    return at
+
+
 def check_clean(at, where: str = "") -> None:
     """No exception element and no error box on the page."""
     assert not at.exception, f"{where}: {[e.value for e in at.exception]}"
@@ -115,7 +123,9 @@ def test_default_run_shows_translated_example(translator):
         assert any("no scores" in caption.value for caption in at.sidebar.caption)
     # picking an example fills the source box and translates it
     second = examples_for(models_dir(), "en", "de")[1]["en"]
-    at.selectbox(key="example").set_value(1).run()
+    assert "example" not in [s.key for s in at.selectbox], "the popover's widgets are drawn only while it is open"
+    open_inputs(at).run()
+    open_inputs(at).selectbox(key="example").set_value(1).run()
     check_clean(at, "example picked")
     assert at.text_area(key="text").value == second
     at.button(key="translate").click().run()
@@ -197,10 +207,11 @@ def test_every_view_and_its_controls(translator):
             at.selectbox(key="compare_mode").set_value("swap").run()
     # decoding options: beam search, then a forced reference translation
     at.radio(key="view").set_value("Heatmap")
-    at.radio(key="decoding").set_value("Beam search").run()
-    at.selectbox(key="beam_size").set_value(3).run()
+    open_inputs(at).run()
+    open_inputs(at).radio(key="decoding").set_value("Beam search").run()
+    open_inputs(at).selectbox(key="beam_size").set_value(3).run()
     check_clean(at, "beam")
-    at.text_input(key="reference").set_value("Ein Mann fährt Fahrrad.").run()
+    open_inputs(at).text_input(key="reference").set_value("Ein Mann fährt Fahrrad.").run()
     check_clean(at, "reference")
     assert any("forced" in md.value for md in at.markdown)
 
@@ -236,14 +247,33 @@ def test_bad_inputs_give_messages_not_errors():
             labels = main_heatmap(at)["layout"]["xaxis"]["ticktext"]
             assert not any("<" in label or ">" in label for label in labels), labels
     # markup in the reference translation: forced decoding, labels and pieces stay literal
-    at.text_area(key="text").set_value("A man is riding a bike.")
-    at.text_input(key="reference").set_value(BAD_INPUTS["injection"][0]).run()
+    open_inputs(at).text_area(key="text").set_value("A man is riding a bike.").run()
+    open_inputs(at).text_input(key="reference").set_value(BAD_INPUTS["injection"][0]).run()
     check_clean(at, "reference injection")
     assert at.get("plotly_chart")
     for md in at.markdown:
         assert "<script" not in md.value and "<img" not in md.value
-    at.text_input(key="reference").set_value("\u200b").run()       # no pieces: only </s> is forced
+    open_inputs(at).text_input(key="reference").set_value("\u200b").run()       # no pieces: only </s> is forced
     check_clean(at, "empty-ish reference")
+
+
+def test_the_decoding_popover_draws_its_widgets_only_while_open_and_stays_open():
+    """Its eight widgets cost every session a run's worth of messages; drawn only while open. Its
+    label must not change with what is picked in it, or the popover would close under the pointer."""
+    at = new_app()
+    at.run()
+    assert not any(w.key in ("example", "beam_size") for w in at.selectbox), "closed: nothing drawn"
+    open_inputs(at).run()
+    at.radio(key="decoding").set_value("Beam search").run()          # no second open: it stayed open
+    check_clean(at, "beam picked in the popover")
+    assert at.selectbox(key="beam_size").value == 4 and not at.selectbox(key="beam_size").disabled
+    def title():
+        return next(m.value for m in at.main.markdown if m.value.startswith("**Translation")).replace("\\", "")
+    assert "beam search (4)" in title()
+    at.session_state["inputs_open"] = False                          # closed again: the choice holds
+    at.run()
+    assert not any(w.key == "beam_size" for w in at.selectbox)
+    assert "beam search (4)" in title()
 
 
 def test_url_state_is_read_and_validated():

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import hf_tiny
-from test_app import MODELS, check_clean, new_app, specs
+from test_app import MODELS, check_clean, new_app, open_inputs, specs
 from atlas_ui.views import VIEWS
 
 FAMILIES = ("marian", "t5", "nllb")
@@ -143,7 +143,7 @@ def test_every_view_renders_with_a_hugging_face_model(hf_models, monkeypatch, fa
         check_clean(at, f"{family} · {view}")
         assert not at.warning, f"{family} · {view}: {[w.value for w in at.warning]}"
         if view == "Beam":                 # greedy has no beam: the view offers to switch
-            at.button(key="beam_switch").click().run()
+            open_inputs(at).button(key="beam_switch").click().run()     # the decoding radio: in the popover
             check_clean(at, f"{family} · beam search")
         if view == "Ablation":             # nothing is ablated until a head is ticked
             at.button(key="ablate_all_cross_0").click().run()

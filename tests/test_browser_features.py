@@ -204,3 +204,19 @@ def test_attribution_view_and_the_norm_switch(browser, app_url):
     assert "norm=1" in page.url
     assert page.problems == []
     page.context.close()
+
+
+def test_the_decoding_popover_opens_on_a_click_and_stays_open_while_used(browser, app_url):
+    """Its widgets are drawn only while it is open (one rerun to open it); picking beam search in it
+    must leave it open, with the pick in the translation's title."""
+    page = opened(browser, link(app_url, sentence=SENTENCE), viewport=(1280, 720))
+    assert page.get_by_text("Reference translation").count() == 0
+    with script_run(page):
+        page.get_by_role("button", name="Examples · reference · beam").click()
+    wait_for_text(page, "Reference translation")
+    with script_run(page):
+        page.get_by_text("Beam search", exact=True).click()
+    wait_for_text(page, "beam search (4)")
+    assert page.get_by_text("Reference translation").is_visible(), "the popover stayed open"
+    assert page.problems == []
+    page.context.close()

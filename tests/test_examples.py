@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from test_app import ROOT, check_clean, new_app
+from test_app import ROOT, check_clean, new_app, open_inputs
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from check_examples import check, read_examples  # noqa: E402
@@ -46,25 +46,25 @@ def caption_texts(at) -> list[str]:
 
 def test_picking_an_example_shows_its_reference_and_one_click_forces_it():
     at = new_app()
-    at.run()
-    at.selectbox(key="example").set_value(1).run()
+    open_inputs(at).run()                                  # the examples are in the (lazy) popover
+    open_inputs(at).selectbox(key="example").set_value(1).run()
     check_clean(at, "example picked")
     reference = ROWS[1]["de"]
     assert at.text_area(key="text").value == ROWS[1]["en"]
     assert any(text == f"Reference (de): {reference}" for text in caption_texts(at)), caption_texts(at)
-    at.button(key="force_reference").click().run()
+    open_inputs(at).button(key="force_reference").click().run()
     check_clean(at, "reference forced")
     assert at.text_input(key="reference").value == reference
     title = next(m.value for m in at.main.markdown if m.value.startswith("**Translation"))
     assert "forced to the reference" in title
-    at.button(key="force_reference").click().run()            # and back to the model's own decoding
+    open_inputs(at).button(key="force_reference").click().run()            # and back to the model's own decoding
     assert at.text_input(key="reference").value == ""
 
 
 def test_a_failure_case_is_marked_in_the_picker_and_says_what_to_look_at():
     index = next(i for i, row in enumerate(ROWS) if row["failure_en_de"])
     at = new_app()
-    at.run()
+    open_inputs(at).run()
     picker = at.selectbox(key="example")
     assert picker.format_func(index).startswith("⚠ failure case · ")
     assert not picker.format_func(0).startswith("⚠")
