@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 import streamlit as st
 
 from viz import PLOTLY_CONFIG, presenter_figure, svg_config
@@ -67,6 +68,13 @@ def shared_figure(result, key: tuple, build):
     if not getattr(result, "key", ""):
         return build()
     return figure_cache(FIGURE_CACHE_ENTRIES).get((result.key, *key), build)
+
+
+def shared_table(result, key: tuple, build):
+    """`build()`'s DataFrame as an Arrow table, converted once per run and `key` in any session:
+    st.dataframe converts a pandas frame again on every call (a tenth of an Attribution page's
+    server time), an Arrow table it only writes out."""
+    return shared_figure(result, key, lambda: pa.Table.from_pandas(build(), preserve_index=False))
 
 
 def heat_height(rows: int, low: int = 400, high: int = 900) -> int:

@@ -52,6 +52,9 @@ def check_attribution(at, translator, run) -> None:
     scores = method_scores(forced)
     np.testing.assert_allclose(z_array(method_chart(at)["data"][0]), np.stack([scores[m][STEP] for m in scores]),
                                atol=1e-5)
+    at.session_state["attr_step_open"] = True       # the step's rows are drawn only while open (lazy)
+    at.run()
+    check_clean(at, "step detail open")
     here = frame_with(at, "method", "k", "p_before", "p_after")
     np.testing.assert_allclose(here["p_before"], run.steps[STEP].prob, atol=1e-5)
     summary = frame_with(at, "method", "pieces dropped", "steps")

@@ -9,10 +9,11 @@ import streamlit as st
 from viz import method_comparison_figure, method_table
 
 from ..backend_explain import METHOD_LABELS, correlation_summary
-from ..common import chart, escape_md, shared_figure, step_nav
+from ..common import chart, escape_md, shared_figure, shared_table, step_nav
 from .base import View, ViewContext
 
 AVERAGE_FLAG = "attr_average_on"      # session key: the examples' average was asked for
+STEP_DETAIL_OPEN = "attr_step_open"    # session key: the step's perturbation rows are open
 
 
 def _raw_cross(result) -> dict:
@@ -30,6 +31,14 @@ def _method_figure(scores: dict, result, display, t: int):
         title=f"Which source pieces mattered for step {t + 1} ({result.output_tokens[t]}), by method"))
     chart(fig, "attr_methods_chart")
     return fig
+
+
+def _step_rows(data: dict, t: int) -> pd.DataFrame:
+    """Step t's perturbation rows, the dropped pieces spelled out."""
+    frame = data["perturbation"]
+    here = frame[frame["step"] == t].drop(columns=["step"]).copy()
+    here["dropped"] = here["dropped"].map(lambda d: " ".join(data["source_tokens"][j] for j in d))
+    return here
 
 
 def _set_average() -> None:
@@ -70,7 +79,7 @@ def attribution_view(result, display, explain_note: str, attribution, average, e
                "et al.'s (2020) score of a layer, ‖Σ_h α_h·f_h(x_j)‖: heads are summed before the norm, so heads "
                "that cancel count as cancelled. ALTI+ measures each piece against the whole block output, biases "
                "included, as Ferrando et al. (2022) define it.")
-    table = shared_figure(result, ("attr_method_table", t), lambda: method_table(scores, data["source_tokens"], t))
+    table = shared_table(result, ("attr_method_table", t), lambda: method_table(scores, data["source_tokens"], t))
     st.dataframe(table, hide_index=True, key="attr_method_table",
                  column_config={name: NUMBER for name in scores})
 
@@ -79,18 +88,20 @@ def attribution_view(result, display, explain_note: str, attribution, average, e
                "output is forced again, and we measure how much p(chosen piece) falls and how often the "
                "model's top piece changes. A faithful method's top pieces should cost the most. Special pieces "
                "are never dropped; “random” is a seeded random ranking to compare against.")
-    st.dataframe(shared_figure(result, ("attr_summary",), lambda: _summary_table(data["summary"])), hide_index=True,
+    st.dataframe(shared_table(result, ("attr_summary",), lambda: _summary_table(data["summary"])), hide_index=True,
                  key="attr_perturbation",
                  column_config=SUMMARY_COLUMNS)
-    frame = data["perturbation"]
-    here = frame[frame["step"] == t].drop(columns=["step"]).copy()
-    here["dropped"] = here["dropped"].map(lambda d: " ".join(data["source_tokens"][j] for j in d))
-    with st.expander(f"Step {t + 1} in detail: the pieces each method dropped", expanded=False):
-        st.dataframe(here, hide_index=True, key="attr_step_perturbation", column_config={
-            name: st.column_config.NumberColumn(format="%.4f") for name in ("p_before", "p_after", "drop")})
+    # drawn only while open (lazy: opening it is one rerun); its label stays the same at every step,
+    # since a stateful expander's label is its identity and a new one would close it
+    details = st.expander("The pieces each method dropped at this step", key=STEP_DETAIL_OPEN, on_change="rerun")
+    if details.open:
+        with details:
+            st.dataframe(shared_table(result, ("attr_step_perturbation", t), lambda: _step_rows(data, t)),
+                         hide_index=True, key="attr_step_perturbation", column_config={
+                             name: st.column_config.NumberColumn(format="%.4f") for name in ("p_before", "p_after", "drop")})
 
     st.subheader("Do the methods agree? Rank correlations")
-    correlations = correlation_summary(data["correlations"])
+    correlations = shared_table(result, ("attr_correlations",), lambda: correlation_summary(data["correlations"]))
     st.dataframe(correlations, hide_index=True, key="attr_correlations",
                  column_config={"mean_spearman": NUMBER})
     st.caption("Spearman's ρ between two methods' rankings of the source pieces (special pieces left out), "
