@@ -76,6 +76,9 @@ def test_head_summary_for_the_sentence_and_the_examples(translator):
 def test_ablation_retranslates_and_compares_step_by_step(translator):
     at = started("Ablation")
     assert at.info and "No head is switched off" in at.info[0].value
+    assert not at.get("pills"), "the head picker is drawn only while its popover is open"
+    at.session_state["ablation_picker_open"] = True          # what a click on "Heads switched off" does
+    at.run()
     text = at.text_area(key="text").value
     original = translator.translate(text)
     n_layers = translator.config.n_decoder_layers
@@ -170,6 +173,7 @@ def test_share_link_holds_the_view_and_restores_it():
     assert query["step"] == ["2"] and query["layer"] == ["1"] and query["head"] == ["2"]
     assert query["ablate"] == ["cross:0:3,encoder_self:1:0"] and query["words"] == ["1"]
     # the ablation view finds the heads from the link already ticked
+    at.session_state["ablation_picker_open"] = True
     at.radio(key="view").set_value("Ablation").run()
     check_clean(at, "ablation from link")
     assert at.pills(key="ablate_cross_0").value == [3] and at.pills(key="ablate_encoder_self_1").value == [0]

@@ -146,6 +146,8 @@ def test_every_view_renders_with_a_hugging_face_model(hf_models, monkeypatch, fa
             open_inputs(at).button(key="beam_switch").click().run()     # the decoding radio: in the popover
             check_clean(at, f"{family} · beam search")
         if view == "Ablation":             # nothing is ablated until a head is ticked
+            at.session_state["ablation_picker_open"] = True            # its popover: drawn while open
+            at.run()
             at.button(key="ablate_all_cross_0").click().run()
             check_clean(at, f"{family} · ablation")
         assert specs(at), f"{family} · {view}: no chart"

@@ -6,9 +6,12 @@ import streamlit as st
 from viz.ablation import changed_count, diff_html, probability_change_figure, probability_change_table
 
 from .. import state
-from ..common import chart, escape_md, n_heads, n_layers, shared_figure
+from ..common import chart, escape_md, n_heads, n_layers, shared_figure, shared_table
 from ..settings import KIND_LABELS, KINDS
 from .base import View, ViewContext
+
+
+PICKER_OPEN = "ablation_picker_open"       # session key: the head picker's popover is open
 
 
 def _layer_key(kind: str, layer: int) -> str:
@@ -52,12 +55,18 @@ def render(ctx: ViewContext):
     then the two translations."""
     result, display = ctx.result, ctx.display
     picker, summary = st.columns([2.2, 7.8], vertical_alignment="center")
-    ticked = len(state.ablated_heads())
-    with picker.popover(f"Heads switched off: {ticked}", width="stretch"):
-        st.caption("Tick heads to switch them off: that head's output is zeroed before the layer's output "
-                   "projection. The sentence is translated again with the same decoding, and the original "
-                   "output is forced through the ablated model to show how each piece's probability changed.")
-        mask = tuple(head_picker(result))
+    # drawn only while open (lazy; opening it is one rerun): its 20-odd pills and buttons cost every
+    # session of a room opening an ablation link. A fixed label: a stateful popover's label is its
+    # identity, so a count in it would close the popover at every tick (the count is in the summary).
+    with picker.popover("Heads switched off", width="stretch", key=PICKER_OPEN, on_change="rerun") as box:
+        if box.open:
+            st.caption("Tick heads to switch them off: that head's output is zeroed before the layer's output "
+                       "projection. The sentence is translated again with the same decoding, and the original "
+                       "output is forced through the ablated model to show how each piece's probability changed.")
+            head_picker(result)
+    heads = n_heads(result)               # ticks kept from another model may not exist in this one
+    mask = tuple((kind, layer, head) for kind, layer, head in state.ablated_heads()
+                 if kind in KINDS and layer < n_layers(result, kind) and head < heads)
     if not mask:
         summary.info("No head is switched off yet. Open “Heads switched off” and tick one or more heads.")
         return None
@@ -78,7 +87,7 @@ def render(ctx: ViewContext):
         old, before, after, show_space=display.show_space,
         title="Probability of each original piece, original vs heads off"))     # once for an audience
     chart(fig, "ablation_probs")
-    table = probability_change_table(old, before, after)
+    table = shared_figure(result, ("ablation_table", mask), lambda: probability_change_table(old, before, after))
     worst = table.loc[table["change"].idxmin()]
     st.caption(f"Largest drop: step {int(worst['step'])} ({escape_md(worst['piece'], 40)}), "
                f"{worst['original']:.3f} → {worst['ablated']:.3f}.")
@@ -89,12 +98,14 @@ def render(ctx: ViewContext):
     with left:
         st.markdown("**Branch**" if on_branch else "**Original**")
         st.code(result.text or " ", language=None, wrap_lines=True)
-        st.markdown(diff_html(old, new, side="old", show_space=display.show_space), unsafe_allow_html=True)
+        st.markdown(shared_figure(result, ("ablation_diff", mask, "old", display.show_space), lambda: diff_html(
+            old, new, side="old", show_space=display.show_space)), unsafe_allow_html=True)
     with right:
         st.markdown("**With the heads switched off**")
         st.code(ablated.text or " ", language=None, wrap_lines=True)
-        st.markdown(diff_html(old, new, side="new", show_space=display.show_space), unsafe_allow_html=True)
-    st.dataframe(table, hide_index=True, key="ablation_table", column_config={
+        st.markdown(shared_figure(result, ("ablation_diff", mask, "new", display.show_space), lambda: diff_html(
+            old, new, side="new", show_space=display.show_space)), unsafe_allow_html=True)
+    st.dataframe(shared_table(result, ("ablation_table_arrow", mask), lambda: table), hide_index=True, key="ablation_table", column_config={
         name: st.column_config.NumberColumn(format="%.4f") for name in ("original", "ablated", "change")})
     return fig
 
