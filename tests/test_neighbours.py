@@ -120,3 +120,15 @@ def test_swap_word_makes_the_edited_sentence(tiny, hf_models):
     out = tr.translate("A man is riding a bike.", capture=False)
     start = out.source_tokens.index("\u2581man")
     assert swap_word(tr, out.source_tokens, start, start + 1, "\u2581dog") == "A dog is riding a bike."
+
+
+def test_special_ids_of_a_sentence_agree_with_the_whole_vocabulary_scan(tiny, hf_models):
+    """swap_word asks only about a sentence's ids (no scan of the vocabulary on every swap); the
+    answer must be the vocabulary scan's, for ours and every family, specials and plain ids alike."""
+    from transformer.neighbours import _special_among, _vocabulary
+    for tr in [tiny, *(hf_models[family] for family in FAMILIES)]:
+        size = vocabulary_size(tr, source_embedding_matrix(tr))
+        _, special = _vocabulary(tr, size)
+        ids = sorted(special)[:20] + list(range(size))[:60] + [size - 1]
+        assert _special_among(tr, ids) == {i for i in ids if i in special}, type(tr.tokenizer).__name__
+        assert _special_among(tr, ids) & special and set(ids) - special

@@ -59,6 +59,24 @@ def _vocabulary(translator, rows: int) -> tuple[list[str], set]:
     return pieces, special
 
 
+def _special_among(translator, ids) -> set:
+    """The special ids among `ids`, by the same tests as _vocabulary but without reading the whole
+    vocabulary (every swap, and every new session's default swap, asks)."""
+    tokenizer = translator.tokenizer
+    hf = getattr(tokenizer, "hf", None)
+    ids = {int(i) for i in ids}
+    if hf is None:
+        sp = tokenizer.sp
+        return {i for i in ids if i in (0, 1, 2, 3) or sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i)}
+    special = {int(i) for i in hf.all_special_ids if i is not None}
+    special |= {int(i) for i in getattr(hf, "lang_code_to_id", {}).values()}
+    source = getattr(tokenizer, "_source", None)
+    order = sorted(ids)
+    pieces = [source.get(i, "") for i in order] if source is not None else [
+        str(p) if p is not None else "" for p in hf.convert_ids_to_tokens(order)]
+    return {i for i in ids if i in special} | {i for i, piece in zip(order, pieces) if not piece}
+
+
 def is_word_start(piece: str) -> bool:
     return piece.startswith(WORD_MARKERS)
 
@@ -112,7 +130,7 @@ def swap_word(translator, pieces, start: int, stop: int, replacement: str) -> st
     if not 0 <= start < stop <= len(pieces):
         raise ValueError(f"no pieces {start}..{stop} in a sentence of {len(pieces)}")
     ids = source_ids(translator, pieces)
-    _, special = _vocabulary(translator, max(ids) + 1)
+    special = _special_among(translator, ids)
     keep = [p for i, p in zip(ids[:start], pieces[:start]) if i not in special]
     tail = [p for i, p in zip(ids[stop:], pieces[stop:]) if i not in special]
     edited = keep + [str(replacement)] + tail
