@@ -77,6 +77,11 @@ def shared_table(result, key: tuple, build):
     return shared_figure(result, key, lambda: pa.Table.from_pandas(build(), preserve_index=False))
 
 
+def as_arrow(result, key: tuple, frame):
+    """A shared DataFrame (made once per run and `key`) as its Arrow table, converted once too."""
+    return shared_table(result, (*key, "arrow"), lambda: frame)
+
+
 def heat_height(rows: int, low: int = 400, high: int = 900) -> int:
     return int(min(high, max(low, 140 + 24 * rows)))
 

@@ -8,7 +8,7 @@ import streamlit as st
 from viz.beam import beam_path, beam_selection, beam_table, beam_tree_figure
 
 from .. import branch, state
-from ..common import chart, heat_height, pick_cross_head, shared_figure
+from ..common import chart, heat_height, pick_cross_head, shared_figure, shared_table
 from .base import View, ViewContext
 from .shared import head_heatmap
 
@@ -74,7 +74,7 @@ def render(ctx: ViewContext):
     head_heatmap(node_run, display, "cross", layer, None if average else head, "beam_node_attention",
                   height=heat_height(len(pieces) + 4))
     branch.panel(display, "beam_branch")          # a what-if made by a click on a node: below what it opened
-    st.dataframe(shared_figure(result, ("beam_table",), lambda: beam_table(result.beam, result.beam_final)),
+    st.dataframe(shared_table(result, ("beam_table",), lambda: beam_table(result.beam, result.beam_final)),
                  hide_index=True, key="beam_table")
     return fig
 

@@ -13,7 +13,7 @@ from viz.words import word_spans
 
 from .. import state
 from ..backend_compare import pair_runs, swapped_text, word_neighbours
-from ..common import chart, escape_md, n_heads, n_layers, norm_caption, norm_switch, shared_figure
+from ..common import as_arrow, chart, escape_md, n_heads, n_layers, norm_caption, norm_switch, shared_figure
 from ..settings import KIND_LABELS, KINDS, MAX_CHARS, MAX_COMPARE_HEADS, max_concurrent
 from .base import View, ViewContext
 from .shared import head_heatmap
@@ -183,7 +183,7 @@ def draw_pair(a, b, values: str, display):
     else:
         st.caption("Output pieces that changed, and how much of each came from the edited source pieces "
                    f"({title}, share of the row).")
-        st.dataframe(table, hide_index=True, key="compare_changed")
+        st.dataframe(as_arrow(owner, ("compare_table", *pair), table), hide_index=True, key="compare_changed")
     return fig
 
 

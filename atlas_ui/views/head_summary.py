@@ -9,7 +9,7 @@ import streamlit as st
 from viz.stats import STAT_COLUMNS, STAT_TITLES
 
 from .. import state
-from ..common import chart, n_heads, n_layers, pick_kind
+from ..common import as_arrow, chart, n_heads, n_layers, pick_kind
 from ..result import kind_statistics
 from .base import View, ViewContext
 from .importance import importance_rows, importance_section, load_importance
@@ -83,7 +83,9 @@ def render(ctx: ViewContext):
     table = shared_table(ctx, scope != SCOPES[0], importance.stamp,
                          lambda: importance_rows(importance, statistics_table(frames)))
     number = st.column_config.NumberColumn(format="%.3f")
-    st.dataframe(table, hide_index=True, key="stats_table", on_select=partial(_on_table_pick, "stats_table", table),
+    examples = (tuple(ctx.example_texts()), ctx.beam) if scope != SCOPES[0] else ()     # as stat_maps keys it
+    arrow = as_arrow(result, ("statistics_table", examples, importance.stamp), table)
+    st.dataframe(arrow, hide_index=True, key="stats_table", on_select=partial(_on_table_pick, "stats_table", table),
                  selection_mode="single-row", column_config={
                      c: number for c in (*STAT_COLUMNS, "michel")} | {
                      "loss_change": st.column_config.NumberColumn(format="%.4f")})
