@@ -93,9 +93,10 @@ def translation_strip(page_diagnosis, result, show_space: bool, current: int | N
     """The shaded translation strip with the diagnosis's marks and sentence. While the diagnosis
     of a new run is still being computed, the strip is drawn plain in a placeholder; returns a
     function that redraws it marked once it is in (call it after the view), else None."""
-    def html(findings) -> str:
-        return token_probability_html(result.output_tokens, result.probs(), show_space=show_space, current=current,
-                                      **strip_marks(findings, result))
+    def html(findings) -> str:       # the same for every session on this run (findings are per run too)
+        return shared_figure(result, ("translation_strip", show_space, current, type(findings).__name__), lambda:
+                             token_probability_html(result.output_tokens, result.probs(), show_space=show_space,
+                                                    current=current, **strip_marks(findings, result)))
     if page_diagnosis is None or not page_diagnosis.pending:
         st.markdown(html(getattr(page_diagnosis, "findings", None)), unsafe_allow_html=True)
         return None
