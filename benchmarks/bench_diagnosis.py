@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transformer.data import read_split, resolve_data_dir  # noqa: E402
 from transformer.diagnosis import diagnose_items  # noqa: E402
-from transformer.diagnosis_fit import cases, make_item, roc_auc  # noqa: E402
+from transformer.diagnosis_fit import FIT_FROM, cases, make_item, roc_auc  # noqa: E402
 from transformer.faithfulness import _special_ids  # noqa: E402
 from transformer.translator import Translator  # noqa: E402
 
@@ -137,6 +137,9 @@ def main(argv=None) -> int:
     parser.add_argument("--bf16", action="store_true", help="diagnose under bfloat16 autocast (the CLI's --bf16)")
     parser.add_argument("--no-alti", action="store_true", help="skip the ALTI+ and Wass-to-Unif rows (slow)")
     args = parser.parse_args(argv)
+    if args.n > FIT_FROM:
+        parser.error(f"--n {args.n}: the sentence model was fitted on val pairs {FIT_FROM} onwards; "
+                     f"the benchmark must stay within val[:{FIT_FROM}]")
     torch.set_num_threads(args.threads)
     data_dir = resolve_data_dir(args.data_dir)
     tables, notes = [], []
@@ -158,6 +161,13 @@ def main(argv=None) -> int:
         cells = [" / ".join(f"{t[(row, n)]:.3f}" if not np.isnan(t[(row, n)]) else "–" for t in tables)
                  if (row, n) in tables[0] else "" for n in names]
         print(f"| {row} | " + " | ".join(cells) + " |")
+    print("\nCombination minus the best single signal of its row (4 decimals; > 0 beats it):")
+    for row in rows:
+        margins = []
+        for t in tables:
+            singles = [t[(row, n)] for n in names[:-1] if (row, n) in t and not np.isnan(t[(row, n)])]
+            margins.append(f"{t[(row, 'combination')] - max(singles):+.4f}")
+        print(f"  {row}: {' / '.join(margins)}")
     print("\nlog p: Seq-Logprob (mean log p) for sentences, -log p per piece. contrastive: mean pmi = log p(y|x) - "
           "log p(y|null source) for sentences, -pmi per piece, and for source pieces -(fall of log p(translation) "
           "when the word is deleted). ALTI+: mean source share; per piece source share; per source piece coverage "

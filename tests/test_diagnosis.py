@@ -177,3 +177,33 @@ def test_bf16_passes_stay_close_to_float32(en_de):
     for a, b in zip(exact, fast):
         assert abs(a.sentence_score - b.sentence_score) < 0.05
         assert np.abs(a.omission - b.omission).max() < 0.1 and np.abs(a.hallucination - b.hallucination).max() < 0.1
+
+
+def test_emphasis_on_mean_pmi_orders_detached_as_well_as_mean_pmi_alone():
+    """diagnosis_fit.emphasise: a sentence model that ranks a detached case below a correct one that
+    mean pmi orders right gets the smallest extra weight on mean pmi that fixes it, and _predict
+    applies it; the partial row keeps what the regression gave it."""
+    from transformer.diagnosis import SENTENCE_FEATURES, _predict
+    from transformer.diagnosis_fit import _row_aucs, emphasise
+    rng = np.random.default_rng(0)
+    pmi, local = SENTENCE_FEATURES.index("mean_pmi"), SENTENCE_FEATURES.index("min_pmi_window")
+    kinds = np.array(["correct"] * 60 + ["detached"] * 30 + ["partial"] * 30)
+    x = rng.normal(size=(len(kinds), len(SENTENCE_FEATURES)))
+    x[:, pmi] = np.where(kinds == "detached", -1.0, 2.0) + rng.normal(0, 0.3, len(kinds))   # separates detached
+    x[:, local] = np.where(kinds == "correct", 1.0, -1.0) + rng.normal(0, 0.5, len(kinds))   # finds both, noisily
+    model = {"mean": [0.0] * x.shape[1], "std": [1.0] * x.shape[1], "coef": [0.0] * x.shape[1], "bias": 0.0}
+    model["coef"][local] = 3.0 * -1                                         # leans on the local window only
+    before = _row_aucs(_predict(model, x), kinds)
+    assert before[0] < _row_aucs(-x[:, pmi], kinds)[0]                  # worse than mean pmi on detached
+    emphasised, lam = emphasise(model, x, kinds)
+    after = _row_aucs(_predict(emphasised, x), kinds)
+    assert lam > 0 and emphasised["raw_coef"][pmi] == -lam and sum(map(abs, emphasised["raw_coef"])) == lam
+    assert after[0] >= _row_aucs(-x[:, pmi], kinds)[0] and after[1] >= _row_aucs(-x[:, pmi], kinds)[1]
+
+
+def test_shipped_sentence_models_were_fitted_outside_the_benchmark_pairs():
+    from transformer.diagnosis_fit import FIT_FROM
+    for name in ("en-de", "de-en"):
+        weights = json.loads((Path(__file__).resolve().parents[1] / "pretrained" / name / "diagnosis.json").read_text())
+        assert f"val pairs {FIT_FROM} onwards" in weights["fitted_on"]
+        assert len(weights["sentence"]["raw_coef"]) == len(weights["sentence"]["coef"])
