@@ -16,6 +16,15 @@ SPLIT_NAMES = {"val": "val", "test_2016_flickr": "test16"}
 SCORE_ROWS = (("val", "greedy"), ("val", "beam4"), ("test_2016_flickr", "greedy"), ("test_2016_flickr", "beam4"))
 
 
+DISPLAY_OPEN = "display_open"          # session key: the sidebar's display options are open
+DISPLAY_FLAGS = {      # Display field = session key: (label, help)
+    "hide_special": ("Hide special tokens", "Leave `<s>`, `</s>` and `<pad>` out of the heatmap axes."),
+    "show_space": ("Show ▁ as a space", "Sentencepiece marks a word start with ▁."),
+    "normalize": ("Normalise each map", "Stretch the colour scale to each map's own maximum instead of 0 to 1."),
+    "words": ("Merge pieces into words", "Sum attention over a word's key pieces and average over its query pieces."),
+}
+
+
 def sidebar(models: dict, default_model: str = DEFAULT_MODEL,
             policy: HubPolicy | None = None) -> tuple[str, str, str, Display]:
     """Model and device pickers and the display toggles; returns (model name picked in the list,
@@ -43,21 +52,20 @@ def sidebar(models: dict, default_model: str = DEFAULT_MODEL,
         devices = available_devices()
         # a picker with one option is one more element per run for nothing: CPU-only shows it in Status
         device = state.selectbox("Device", devices, "device") if len(devices) > 1 else devices[0]
-        st.subheader("Display")
-        display = Display(
-            hide_special=state.toggle("Hide special tokens", "hide_special",
-                                      help="Leave `<s>`, `</s>` and `<pad>` out of the heatmap axes."),
-            show_space=state.toggle("Show ▁ as a space", "show_space",
-                                    help="Sentencepiece marks a word start with ▁."),
-            normalize=state.toggle("Normalise each map", "normalize",
-                                   help="Stretch the colour scale to each map's own maximum instead of 0 to 1."),
-            words=state.toggle("Merge pieces into words", "words",
-                               help="Sum attention over a word's key pieces and average over its query pieces."),
-            presenter=state.toggle("Presenter mode", "presenter",
-                                   help="Large type and a clean page for projecting; ← and → step through "
-                                        "the decoding steps."))
-        state.selectbox("Chart camera button saves", ["png", "svg"], "image_format", format_func=str.upper,
-                        help="PNG at 2× for slides, or SVG (vector) for papers.")
+        presenter = state.toggle("Presenter mode", "presenter",
+                                 help="Large type and a clean page for projecting; ← and → step through "
+                                      "the decoding steps.")
+        # drawn only while open (lazy; opening it is one rerun): five widgets fewer on every run of
+        # every session; closed, each option keeps its last value
+        options = st.expander("Display options", key=DISPLAY_OPEN, on_change="rerun")
+        if options.open:
+            with options:
+                flags = {key: state.toggle(label, key, help=help) for key, (label, help) in DISPLAY_FLAGS.items()}
+                state.selectbox("Chart camera button saves", ["png", "svg"], "image_format", format_func=str.upper,
+                                help="PNG at 2× for slides, or SVG (vector) for papers.")
+        else:
+            flags = {key: state.kept(key, False) is True for key in DISPLAY_FLAGS}
+        display = Display(presenter=presenter, **flags)
     return model, hub_id.strip(), device, display
 
 

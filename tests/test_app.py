@@ -151,6 +151,9 @@ def test_heatmap_controls_and_kinds(translator):
     at.toggle(key="avg_heads").set_value(True).run()
     check_clean(at, "average heads")
     np.testing.assert_allclose(z_array(main_heatmap(at)["data"][0]), out.attention.cross[1].mean(0), atol=1e-5)
+    assert not any(t.key == "words" for t in at.toggle), "the display options are drawn only while open"
+    at.session_state["display_open"] = True                  # what a click on "Display options" does
+    at.run()
     for key in ("hide_special", "show_space", "normalize", "words"):
         at.toggle(key=key).set_value(True).run()
         check_clean(at, key)

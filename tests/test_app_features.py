@@ -27,6 +27,7 @@ def started(open_view: str | None = None, **params):
     """A first run (with URL query parameters), then a click on the view `open_view`."""
     at = new_app()
     at.query_params.update(params)
+    at.session_state["display_open"] = True                # the sidebar's display options (lazy), open
     at.run()
     check_clean(at, "start")
     if open_view:
