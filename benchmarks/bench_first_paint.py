@@ -9,8 +9,9 @@ its page imports plotly.js while it boots, atlas_ui/asgi.py) and serving/hello_a
 small plotly heatmap; no torch; a plain Streamlit page). Both are warmed with one full page load first.
 
 First paint: each load is a fresh tab in a new browser context (no HTTP cache, a new session),
-the three pages taking turns in each round: hello, the app's default URL, the app's share link
-(?model=en-de&sentence=Two+dogs+play+in+the+snow.&view=Heatmap). The clock is the page's own:
+the pages taking turns in each round: hello, the app's default URL, the app's share link
+(?model=en-de&sentence=Two+dogs+play+in+the+snow.&view=Heatmap), and a share link with a what-if
+branch open (Decoding steps, branch= the first piece then the model's second choice; issue 23). The clock is the page's own:
 performance.now() counts from the navigation start, and a MutationObserver installed before the
 page's scripts run notes the first moment a `[data-testid="stPlotlyChart"] .main-svg` exists with
 a nonzero width (plotly.js has laid the chart out). Reported: medians over --repeats loads, and
@@ -51,6 +52,15 @@ from browser_utils import CHROMIUM, CHROMIUM_ARGS, RUN_ENDED_JS, TRANSLATION, ru
 from serving.servers import AppServer  # noqa: E402
 
 SHARE_QUERY = "?model=en-de&sentence=Two+dogs+play+in+the+snow.&view=Heatmap"
+BRANCH_SENTENCE = "Two dogs play in the snow."
+
+
+def branch_query() -> str:
+    """The share link with a what-if branch open (issue 23), on the view that drew it."""
+    from urllib.parse import urlencode
+    from bench_serving import branch_param
+    return "?" + urlencode({"model": "en-de", "sentence": BRANCH_SENTENCE, "view": "Decoding steps",
+                            "branch": branch_param(BRANCH_SENTENCE)})
 SENTENCES = [                      # Multi30k-like captions, none of them the app's default example
     "A woman is reading a book on a bench.",
     "Three children are playing football in the park.",
@@ -238,7 +248,8 @@ def main(argv=None) -> dict:
     app.start(), hello.start()
     try:
         app.wait(), hello.wait()
-        pages = {"hello": hello.url + "/", "app": app.url + "/", "app share link": app.url + "/" + SHARE_QUERY}
+        pages = {"hello": hello.url + "/", "app": app.url + "/", "app share link": app.url + "/" + SHARE_QUERY,
+                 "app with a branch": app.url + "/" + branch_query()}
         print(f"app pid {app.process.pid}, hello pid {hello.process.pid}", flush=True)
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

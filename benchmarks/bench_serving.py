@@ -16,7 +16,8 @@ and after, and the app / floor ratio of the p95; per size, the median of the per
 beam=4, Ablation with ablate=cross:2:3), one table row per view: p50, p95, the floor's p95 in the same
 turns, the median ratio, failures, the bytes a session received, and each server's CPU time per
 session (steadier than wall time when other work shares the machine). --norm adds the norm-weighted
-link (norm=1) of every view that has the switch.
+link (norm=1) of every view that has the switch; --branch adds each view's link with a what-if branch
+open (branch=: the model's first piece, then its second choice; issue 23).
 --via-proxy: also 2 app processes behind nginx (serving/proxy.py), the same crowds; ratio to one process.
 --rss N: N sessions with varied sentences and views, 20 at a time; RSS every 50 sessions.
 --bad-input: while normal sessions open the link, sessions that disconnect mid-run, a flood of reruns
@@ -129,7 +130,15 @@ def crowds(args, query: str) -> None:
                       f"{statistics.median(p95s) / one_process[n]['p95']:.2f}x (goal <= 0.6x at 100)", flush=True)
 
 
-def view_links(names: list[str], norm: bool) -> list[tuple[str, str]]:
+def branch_param(sentence: str = LINK["sentence"], model: str = "pretrained/en-de") -> str:
+    """A what-if branch of `sentence` as a share link holds it (branch=): the model's first piece,
+    then its second choice at step 2 (issue 23: a page with a branch open)."""
+    from transformer import Translator
+    out = Translator.load(str(REPO / model), device="cpu").translate(sentence, capture=False, top_k=2)
+    return " ".join([out.output_tokens[0], out.steps[1].top_k[1][0]])
+
+
+def view_links(names: list[str], norm: bool, branch: str = "") -> list[tuple[str, str]]:
     """(label, query) of each view's share link; with `norm`, also norm=1 for views with the switch."""
     from atlas_ui.views import VIEWS          # here: the other modes need no app import
     names = list(VIEWS) if names == ["all"] else names
@@ -138,8 +147,8 @@ def view_links(names: list[str], norm: bool) -> list[tuple[str, str]]:
         raise SystemExit(f"unknown view(s) {unknown}; the views are {list(VIEWS)}")
     links = []
     for name in names:
-        params = {**LINK, "view": name, **VIEW_PARAMS.get(name, {})}
-        links.append((name, urlencode(params)))
+        params = {**LINK, "view": name, **VIEW_PARAMS.get(name, {}), **({"branch": branch} if branch else {})}
+        links.append((name + (" branch" if branch else ""), urlencode(params)))
         if norm and VIEWS[name].norm_switch:
             links.append((f"{name} norm=1", urlencode({**params, "norm": 1})))
     return links
@@ -148,6 +157,8 @@ def view_links(names: list[str], norm: bool) -> list[tuple[str, str]]:
 def per_view(args) -> None:
     """Each view's link against the floor, side by side, `turns` crowds each; one row per view."""
     links = view_links(args.views, args.norm)
+    if args.branch:                                      # issue 23: the same links with a what-if branch open
+        links += view_links(args.views, False, branch_param())
     rows = []
     with AppServer("app.py") as app, AppServer("serving/floor_app.py") as floor:
         if not asyncio.run(open_link(floor.url, urlencode(LINK))).ok:
@@ -237,6 +248,8 @@ def main(argv=None) -> None:
     parser.add_argument("--views", nargs="+", metavar="VIEW",
                         help="'all' or view names: the crowds for each view's share link instead of the Heatmap's")
     parser.add_argument("--norm", action="store_true", help="with --views: also each norm-switch view with norm=1")
+    parser.add_argument("--branch", action="store_true",
+                        help="with --views: also each view's link with a what-if branch open (branch=)")
     args = parser.parse_args(argv)
     if args.views:
         per_view(args)
