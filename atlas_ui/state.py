@@ -32,11 +32,13 @@ URL_FIELDS = {"model": ("model", str), "hub": ("hub_id", str), "src": ("source_l
 
 
 def restore(key: str, default, valid) -> None:
+    """Put the kept value back before the widget is drawn. Always through the Session State API:
+    a widget whose identity changed (a slider's range, a selectbox's options: say, the step slider
+    of a branch that is longer than the original) is a new widget to Streamlit, which would
+    otherwise start it at its default and lose the step the user was on."""
     state = st.session_state
-    if key not in state:
-        state[key] = state.get(STORE + key, default)
-    if not valid(state[key]):
-        state[key] = default
+    value = state[key] if key in state else state.get(STORE + key, default)
+    state[key] = value if valid(value) else default
 
 
 def remember(key: str, value):
