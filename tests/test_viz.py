@@ -298,21 +298,26 @@ def test_head_grid_wraps_into_rows_of_four_with_each_head_where_its_label_says()
     w = rows_dirichlet((H, Q, K), seed=5)
     fig = head_grid_figure(w, TGT, SRC, layer=3, gap=gap)
     z = z_of(fig)
-    assert z.shape == (2 * (Q + gap) - gap, 4 * (K + gap) - gap)                     # 2 rows of 4 tiles
+    sq = Q + 2                      # rows of tiles are 2 cells apart (at least): room for the "Head h" titles
+    assert z.shape == (2 * sq - 2, 4 * (K + gap) - gap)                               # 2 rows of 4 tiles
     for h in range(H):
         r, c = divmod(h, 4)
-        np.testing.assert_array_equal(z[r * (Q + gap):r * (Q + gap) + Q, c * (K + gap):c * (K + gap) + K], w[h])
-        text = np.asarray(fig.data[0].text, dtype=object)[r * (Q + gap), c * (K + gap)]
+        np.testing.assert_array_equal(z[r * sq:r * sq + Q, c * (K + gap):c * (K + gap) + K], w[h])
+        text = np.asarray(fig.data[0].text, dtype=object)[r * sq, c * (K + gap)]
         assert text.startswith(f"Layer 3 · head {h}<br>query 0"), text
     annotations = {a.text: (a.x, a.y) for a in fig.layout.annotations}
-    assert annotations["Head 5"] == (1 * (K + gap) + (K - 1) / 2, 1 * (Q + gap) - 0.5)
+    assert annotations["Head 5"] == (1 * (K + gap) + (K - 1) / 2, 1 * sq - 0.5)       # in the gap above its tile
     assert np.asarray(fig.data[1].customdata).tolist() == [[3, h] for h in range(H)]
     marker = {"curve_number": 1, "point_index": 6, "customdata": [3, 6]}
     assert overview_selection([marker]) == (3, 6)
-    assert (fig.data[1].x[6], fig.data[1].y[6]) == (2 * (K + gap) + (K - 1) / 2, 1 * (Q + gap) + (Q - 1) / 2)
+    assert (fig.data[1].x[6], fig.data[1].y[6]) == (2 * (K + gap) + (K - 1) / 2, 1 * sq + (Q - 1) / 2)
     assert list(fig.layout.yaxis.ticktext) == display_tokens(TGT) * 2
     six = head_grid_figure(w[:6], TGT, SRC, gap=gap)                                   # a short last row
-    assert np.isnan(z_of(six)[Q + gap:, 2 * (K + gap):]).all()
+    assert np.isnan(z_of(six)[sq:, 2 * (K + gap):]).all()
+    long = head_grid_figure(rows_dirichlet((H, 40, 40), seed=1), [f"q{i}" for i in range(40)],
+                            [f"k{i}" for i in range(40)])
+    gap_rows = np.flatnonzero(np.isnan(z_of(long)).all(axis=1))
+    assert len(gap_rows) >= 6                       # ~15% of a 40-row tile: a title's height at any size
     assert len(six.layout.annotations) == 6 and len(six.data[1].customdata) == 6
     with pytest.raises(ValueError):
         head_grid_figure(w, TGT, SRC, columns=0)

@@ -34,15 +34,17 @@ def default_gap(Q: int, K: int) -> int:
     return max(1, round(max(Q, K) / 16))
 
 
-def tile(w: np.ndarray, *, gap: int, normalize: bool) -> Tiling:
-    """Lay out (L, H, Q, K) weights as an (L*(Q+gap)-gap, H*(K+gap)-gap) grid.
+def tile(w: np.ndarray, *, gap: int, normalize: bool, row_gap: int | None = None) -> Tiling:
+    """Lay out (L, H, Q, K) weights as an (L*(Q+row_gap)-row_gap, H*(K+gap)-gap) grid
+    (`row_gap` defaults to `gap`; a head grid leaves room for its tile titles).
 
     With `normalize`, each tile is divided by its own max (so every head spans the
     full colour scale) and the raw weights are kept alongside for the hover.
     """
     L, H, Q, K = w.shape
-    sq, sk = Q + gap, K + gap
-    R, C = L * sq - gap, H * sk - gap
+    row_gap = gap if row_gap is None else row_gap
+    sq, sk = Q + row_gap, K + gap
+    R, C = L * sq - row_gap, H * sk - gap
     dtype = np.result_type(w.dtype, np.float32)
     z = np.full((R, C), np.nan, dtype=dtype)
     raw = np.full((R, C), np.nan, dtype=np.float32) if normalize else None
@@ -86,7 +88,7 @@ def cell_text(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str], *,
 def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
                 normalize: bool, show_space: bool, kind_label: str, gap: int | None,
                 colorscale, first_layer: int | None = 0, zmax: float | None = None,
-                value_title: str = "weight") -> tuple[list[dict], dict, Tiling]:
+                value_title: str = "weight", row_gap: int | None = None) -> tuple[list[dict], dict, Tiling]:
     """The shared body of overview_figure and head_grid_figure (w is (L, H, Q, K)).
 
     Returns the traces, the layout (the caller adds the axis ticks) and the tiling.
@@ -97,7 +99,7 @@ def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
     scale; `value_title` names the value in hover and colour bar.
     """
     L, H, Q, K = w.shape
-    t = tile(w, gap=default_gap(Q, K) if gap is None else gap, normalize=normalize)
+    t = tile(w, gap=default_gap(Q, K) if gap is None else gap, normalize=normalize, row_gap=row_gap)
     text = cell_text(t, display_tokens(query, show_space=show_space),
                      display_tokens(key, show_space=show_space), first_layer=first_layer)
     top = 1.0 if normalize or zmax is None else fixed_range(zmax)[1]
@@ -207,9 +209,14 @@ def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
     grid = np.full((rows * cols, Q, K), np.nan, dtype=np.result_type(w.dtype, np.float32))
     grid[:H] = w
     grid = grid.reshape(rows, cols, Q, K)                                        # (rows, cols, Q, K)
+    gap = default_gap(Q, K) if gap is None else gap
+    # room above each tile row for its "Head h" titles (about a line of text at the view's heights),
+    # so a title never sits on the tile above it
+    row_gap = max(gap, 2, -(-Q * 3 // 20)) if rows > 1 else gap
     data, layout, t = tiled_parts(grid, query, key, title=title, normalize=normalize,
                                   show_space=show_space, kind_label="", gap=gap,
-                                  colorscale=colorscale, first_layer=layer, zmax=zmax, value_title=value_title)
+                                  colorscale=colorscale, first_layer=layer, zmax=zmax, value_title=value_title,
+                                  row_gap=row_gap)
     q_labels, k_labels = display_tokens(query, show_space=show_space), display_tokens(key, show_space=show_space)
     head_at = (np.arange(t.z.shape[0]) // t.step_q)[:, None] * cols + (np.arange(t.z.shape[1]) // t.step_k)[None, :]
     if data[0].get("text") is not None:
