@@ -161,12 +161,12 @@ def main(argv=None) -> int:
         cells = [" / ".join(f"{t[(row, n)]:.3f}" if not np.isnan(t[(row, n)]) else "–" for t in tables)
                  if (row, n) in tables[0] else "" for n in names]
         print(f"| {row} | " + " | ".join(cells) + " |")
-    print("\nCombination minus the best single signal of its row (4 decimals; > 0 beats it):")
+    print("\nCombination minus the best single signal of its row (> 0 beats it):")
     for row in rows:
         margins = []
         for t in tables:
             singles = [t[(row, n)] for n in names[:-1] if (row, n) in t and not np.isnan(t[(row, n)])]
-            margins.append(f"{t[(row, 'combination')] - max(singles):+.4f}")
+            margins.append(f"{t[(row, 'combination')] - max(singles):+.5f}")
         print(f"  {row}: {' / '.join(margins)}")
     print("\nlog p: Seq-Logprob (mean log p) for sentences, -log p per piece. contrastive: mean pmi = log p(y|x) - "
           "log p(y|null source) for sentences, -pmi per piece, and for source pieces -(fall of log p(translation) "

@@ -181,8 +181,8 @@ def test_bf16_passes_stay_close_to_float32(en_de):
 
 def test_emphasis_on_mean_pmi_orders_detached_as_well_as_mean_pmi_alone():
     """diagnosis_fit.emphasise: a sentence model that ranks a detached case below a correct one that
-    mean pmi orders right gets the smallest extra weight on mean pmi that fixes it, and _predict
-    applies it; the partial row keeps what the regression gave it."""
+    mean pmi orders right gets extra weight on the single signals that fixes it, and _predict
+    applies it; the partial row keeps beating them too."""
     from transformer.diagnosis import SENTENCE_FEATURES, _predict
     from transformer.diagnosis_fit import _row_aucs, emphasise
     rng = np.random.default_rng(0)
@@ -195,9 +195,11 @@ def test_emphasis_on_mean_pmi_orders_detached_as_well_as_mean_pmi_alone():
     model["coef"][local] = 3.0 * -1                                         # leans on the local window only
     before = _row_aucs(_predict(model, x), kinds)
     assert before[0] < _row_aucs(-x[:, pmi], kinds)[0]                  # worse than mean pmi on detached
-    emphasised, lam = emphasise(model, x, kinds)
+    emphasised, (a, b) = emphasise(model, x, kinds)
     after = _row_aucs(_predict(emphasised, x), kinds)
-    assert lam > 0 and emphasised["raw_coef"][pmi] == -lam and sum(map(abs, emphasised["raw_coef"])) == lam
+    log_p = SENTENCE_FEATURES.index("mean_log_p")
+    assert a > 0 and emphasised["raw_coef"][pmi] == -a and emphasised["raw_coef"][log_p] == -b
+    assert sum(map(abs, emphasised["raw_coef"])) == a + b
     assert after[0] >= _row_aucs(-x[:, pmi], kinds)[0] and after[1] >= _row_aucs(-x[:, pmi], kinds)[1]
 
 

@@ -3,7 +3,7 @@ the two shipped models' fitted weights (transformer/diagnosis_fit.py). Features 
 standardised with the stored mean/std, so they carry over to other models roughly."""
 DEFAULT = {
  "threshold": 0.5,
- "fitted_on": "mean of: pieces and source words: Multi30k train, 1500 random pairs (seed 1); sentences: val pairs 300 onwards (never in the benchmark), mean pmi weighted 4 more; synthetic labels of the protocol; pieces and source words: Multi30k train, 1500 random pairs (seed 1); sentences: val pairs 300 onwards (never in the benchmark), mean pmi weighted 2.5 more; synthetic labels of the protocol",
+ "fitted_on": "mean of: pieces and source words: Multi30k train, 1500 random pairs (seed 1); sentences: val pairs 300 onwards (never in the benchmark), mean pmi weighted 6.5 and mean log p 3.5 more; synthetic labels of the protocol; pieces and source words: Multi30k train, 1500 random pairs (seed 1); sentences: val pairs 300 onwards (never in the benchmark), mean pmi weighted 1.5 and mean log p 1 more; synthetic labels of the protocol",
  "piece": {
   "mean": [
    -2.8547311473403765,
@@ -125,8 +125,8 @@ DEFAULT = {
    "flagged_share"
   ],
   "raw_coef": [
-   0.0,
-   -3.25,
+   -2.25,
+   -4.0,
    0.0,
    0.0,
    0.0,

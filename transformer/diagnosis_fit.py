@@ -145,24 +145,27 @@ def _row_aucs(score: np.ndarray, kinds: np.ndarray) -> np.ndarray:
                      for bad in ("detached", "partial")])
 
 
-def emphasise(model: dict, x: np.ndarray, kinds: np.ndarray) -> tuple[dict, float]:
-    """Add -lambda * mean_pmi to the sentence model's logit, lambda from EMPHASIS_GRID, the one whose
-    worse row beats the better single signal (Seq-Logprob or mean pmi) by the widest margin on these
-    cases. Why: a regression fitted on detached and partial together leans on the local-window
-    features that find partial ones, and then ranks a few detached translations below correct ones
-    that mean pmi alone would have ordered right."""
-    column = SENTENCE_FEATURES.index("mean_pmi")
-    best_single = np.maximum(_row_aucs(-x[:, column], kinds), _row_aucs(-x[:, SENTENCE_FEATURES.index("mean_log_p")], kinds))
+def emphasise(model: dict, x: np.ndarray, kinds: np.ndarray) -> tuple[dict, tuple[float, float]]:
+    """Add -a * mean_pmi - b * mean_log_p to the sentence model's logit, (a, b) from EMPHASIS_GRID
+    squared: the pair whose worse row beats the better single signal (Seq-Logprob or mean pmi) by
+    the widest margin on these cases (ties: the smaller weights). Why: a regression fitted on
+    detached and partial cases together leans on the local-window features that find partial ones,
+    and then ranks a few detached translations below correct ones that either single signal alone
+    would have ordered right."""
+    pmi, log_p = SENTENCE_FEATURES.index("mean_pmi"), SENTENCE_FEATURES.index("mean_log_p")
+    best_single = np.maximum(_row_aucs(-x[:, pmi], kinds), _row_aucs(-x[:, log_p], kinds))
     z = (x - np.asarray(model["mean"])) / np.asarray(model["std"])
     logit = z @ np.asarray(model["coef"]) + model["bias"]
-    margins = [float((_row_aucs(logit - lam * x[:, column], kinds) - best_single).min()) for lam in EMPHASIS_GRID]
-    lam = float(EMPHASIS_GRID[int(np.argmax(margins))])
+    margins = {(float(a), float(b)): float((_row_aucs(logit - a * x[:, pmi] - b * x[:, log_p], kinds)
+                                            - best_single).min())
+               for a in EMPHASIS_GRID for b in EMPHASIS_GRID}
+    a, b = max(margins, key=lambda pair: (margins[pair], -sum(pair)))
     raw = np.zeros(len(SENTENCE_FEATURES))
-    raw[column] = -lam
-    return dict(model, raw_coef=raw.tolist()), lam
+    raw[pmi], raw[log_p] = -a, -b
+    return dict(model, raw_coef=raw.tolist()), (a, b)
 
 
-def fit_sentence(tr, data_dir, piece: dict, seed: int = 2) -> tuple[dict, float]:
+def fit_sentence(tr, data_dir, piece: dict, seed: int = 2) -> tuple[dict, tuple[float, float]]:
     """The sentence model on val[FIT_FROM:] (correct, detached and partial cases), then emphasise()."""
     from .data import read_split
     sources = read_split(data_dir, "val", tr.source_lang)[FIT_FROM:]
@@ -181,11 +184,17 @@ def fit(tr, data_dir, n: int, seed: int = 1) -> dict:
     refs = read_split(data_dir, "train", tr.target_lang)
     pick = random.Random(seed).sample(range(len(sources)), n)
     weights = fit_cases(tr, cases(tr, [sources[i] for i in pick], [refs[i] for i in pick], seed))
-    weights["sentence"], lam = fit_sentence(tr, data_dir, weights["piece"])
+    return with_sentence(tr, data_dir, weights, f"Multi30k train, {n} random pairs (seed {seed})")
+
+
+def with_sentence(tr, data_dir, weights: dict, pieces_from: str) -> dict:
+    """`weights` (piece and source models) plus the sentence model of fit_sentence."""
+    weights = dict(weights)
+    weights["sentence"], (a, b) = fit_sentence(tr, data_dir, weights["piece"])
     return {**weights, "threshold": 0.5,
-            "fitted_on": f"pieces and source words: Multi30k train, {n} random pairs (seed {seed}); sentences: "
-                         f"val pairs {FIT_FROM} onwards (never in the benchmark), mean pmi weighted {lam:g} more; "
-                         "synthetic labels of the protocol"}
+            "fitted_on": f"pieces and source words: {pieces_from}; sentences: val pairs {FIT_FROM} onwards (never in "
+                         f"the benchmark), mean pmi weighted {a:g} and mean log p {b:g} more; synthetic labels of the "
+                         "protocol"}
 
 
 def average(weight_sets: list[dict]) -> dict:
@@ -204,13 +213,22 @@ def main(argv=None) -> int:
     parser.add_argument("--n", type=int, default=1500)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--write-default", action="store_true", help="also write transformer/diagnosis_default.py")
+    parser.add_argument("--sentence-only", action="store_true",
+                        help="keep the piece and source models of MODEL/diagnosis.json, refit the sentence model")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     from .data import resolve_data_dir
     from .translator import Translator
     fitted = []
     for model in args.model or ["pretrained/en-de", "pretrained/de-en"]:
-        w = fit(Translator.load(model), resolve_data_dir(args.data_dir), args.n)
+        tr = Translator.load(model)
+        if args.sentence_only:
+            old = json.loads(Path(model, WEIGHTS_FILE).read_text(encoding="utf-8"))
+            pieces_from = old["fitted_on"].split("; sentences:")[0].removeprefix("pieces and source words: ")
+            w = with_sentence(tr, resolve_data_dir(args.data_dir), {k: old[k] for k in ("piece", "source")},
+                              pieces_from)
+        else:
+            w = fit(tr, resolve_data_dir(args.data_dir), args.n)
         Path(model, WEIGHTS_FILE).write_text(json.dumps(w, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {Path(model, WEIGHTS_FILE)}")
         fitted.append(w)
