@@ -8,8 +8,8 @@ source; and for each source word the fall of log p(translation) when that word i
 (Vamvas and Sennrich 2022). Three logistic regressions turn them into calibrated probabilities:
 per output piece (hallucination), per source piece (omission) and per sentence. The piece and
 source ones were fitted on Multi30k train, the sentence one on val pairs the benchmark never uses,
-with an extra weight on mean pmi so that it ranks detached translations at least as well as
-contrastive conditioning alone (transformer/diagnosis_fit.py, synthetic labels of
+with extra weight on mean pmi and mean log p so that it ranks detached translations at least as well
+as either alone (transformer/diagnosis_fit.py, synthetic labels of
 benchmarks/bench_diagnosis.py); they ship as MODEL_DIR/diagnosis.json; any other model uses the
 generic default in diagnosis_default.py. ALTI+ and attention are not used: on forced
 translations they were the weakest signals and cost an explain pass (see the README table).
@@ -98,7 +98,7 @@ def sentence_features(f: dict, hallucination: np.ndarray) -> np.ndarray:
 def _predict(model: dict, x: np.ndarray) -> np.ndarray:
     z = (x - np.asarray(model["mean"])) / np.asarray(model["std"])
     logit = z @ np.asarray(model["coef"]) + model["bias"]
-    if "raw_coef" in model:           # the sentence model's extra weight on mean pmi (diagnosis_fit.emphasise)
+    if "raw_coef" in model:           # the sentence model's extra weights (diagnosis_fit.emphasise)
         logit = logit + x @ np.asarray(model["raw_coef"])
     return 1.0 / (1.0 + np.exp(-np.clip(logit, -40, 40)))
 
