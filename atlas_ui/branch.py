@@ -17,7 +17,7 @@ from viz.branch import branch_compare_figure, branch_tree, parting_step, total_l
 
 from . import state
 from .backend_branch import translate_prefix
-from .common import chart, escape_md
+from .common import chart, escape_md, shared_figure
 from .settings import MAX_CHARS, max_concurrent
 
 STATE = "branch_state"        # {"run": signature, "prefixes": [tuple], "current": int | None}
@@ -167,10 +167,11 @@ def panel(display, key: str = "branch") -> None:
                          help="Every branch of this sentence; a branch of a branch is indented.")
     original, branch = run.original, run.branch
     part = parting_step(original.output_tokens, branch.output_tokens)
-    chart(branch_compare_figure(original.output_tokens, original.probs(), branch.output_tokens, branch.probs(),
-                                forced=len(run.prefix), show_space=display.show_space,
-                                title=f"What if step {len(run.prefix)} had been “{run.prefix[-1]}”?"),
-          f"{key}_compare")
+    # the same for every session on this pair of runs: built once (a room opening a link with a branch)
+    figure = shared_figure(branch, ("branch_compare", original.key, display.show_space), lambda: branch_compare_figure(
+        original.output_tokens, original.probs(), branch.output_tokens, branch.probs(), forced=len(run.prefix),
+        show_space=display.show_space, title=f"What if step {len(run.prefix)} had been “{run.prefix[-1]}”?"))
+    chart(figure, f"{key}_compare")
     note = length_note(branch.output_tokens, len(run.prefix))
     if note:
         st.info(note)

@@ -10,7 +10,7 @@ from viz import contribution_figure, merge_keys, source_share_figure
 from viz.branch import contrast_figure
 
 from ..backend_branch import contrast
-from ..common import chart, escape_md
+from ..common import chart, escape_md, shared_figure
 
 
 def source_share_bar(result, display) -> None:
@@ -18,8 +18,9 @@ def source_share_bar(result, display) -> None:
     if getattr(result, "source_share", None) is None:
         return
     share = np.clip(np.asarray(result.source_share, dtype=float), 0.0, 1.0)
-    chart(source_share_figure(share, result.output_tokens, "Source vs prefix: where each output piece came from",
-                              show_space=display.show_space, height=260), "source_share")
+    chart(shared_figure(result, ("source_share", display.show_space), lambda: source_share_figure(
+        share, result.output_tokens, "Source vs prefix: where each output piece came from",
+        show_space=display.show_space, height=260)), "source_share")       # once per run for every session
     st.caption(f"ALTI+ (Ferrando et al., 2022): blue is the share of each step's prediction that came from the "
                f"source sentence, orange the share from the target prefix fed so far. Mean source share: "
                f"{share.mean():.2f}.")
@@ -81,7 +82,7 @@ def step_contributions(result, display, t: int) -> None:
         prefix, prefix_tokens = merge_keys(prefix, prefix_tokens)
     st.markdown(f"**Source vs prefix at step {t + 1} (ALTI+):** {share:.0%} of this prediction came from the "
                 f"source, {1 - share:.0%} from the prefix.")
-    chart(contribution_figure(np.clip(source, 0, 1), np.clip(prefix, 0, 1), [result.output_tokens[t]],
-                              source_tokens, prefix_tokens, f"ALTI+ contributions to step {t + 1}",
-                              show_space=display.show_space, height=230), "step_contributions")
+    chart(shared_figure(result, ("step_contributions", t, display.words, display.show_space), lambda: contribution_figure(
+        np.clip(source, 0, 1), np.clip(prefix, 0, 1), [result.output_tokens[t]], source_tokens, prefix_tokens,
+        f"ALTI+ contributions to step {t + 1}", show_space=display.show_space, height=230)), "step_contributions")
     st.caption("Left: each source piece's contribution; right: each prefix piece's. Together the row sums to 1.")

@@ -50,17 +50,19 @@ def render(ctx: ViewContext):
     tokens = result.source_tokens
     name, text = PE_TEXT.get(result.positional_kind, PE_TEXT["sinusoidal"])
     # the classic picture: many more positions than one sentence has, this sentence's outlined
-    table = np.asarray(ctx.positional_table(max(CLASSIC_POSITIONS, S)))           # (P, D)
+    def table() -> np.ndarray:                   # (P, D); read only when a map is built
+        return np.asarray(ctx.positional_table(max(CLASSIC_POSITIONS, S)))
+
     columns = st.columns(2)
     # the four maps depend on the run only: built once per process for an audience on the link
     main = shared_figure(result, ("pe_matrix",), lambda: positional_encoding_figure(
-        table, title=f"{name}: {table.shape[0]} positions", sentence=tokens))
+        table(), title=f"{name}: {len(table())} positions", sentence=tokens))
     with columns[0]:
         chart(main, "pe_matrix")
         st.caption(text)
     with columns[1]:
         chart(shared_figure(result, ("pe_similarity",), lambda: position_similarity_figure(
-            table, None, f"Dot-product similarity between the {table.shape[0]} positions")), "pe_similarity")
+            table(), None, f"Dot-product similarity between the {len(table())} positions")), "pe_similarity")
         st.caption("Nearby positions have similar encodings; the similarity falls off with distance.")
     columns = st.columns(2)
     embeddings = np.asarray(result.source_embeddings)
