@@ -165,6 +165,9 @@ def test_head_importance_marks_overview_and_summary():
     assert any("Outlined in red" in c.value for c in at.caption)
     at.radio(key="view").set_value("Head summary").run()
     check_clean(at, "summary")
+    assert not titled(at, "Pruning curve"), "the importance section is drawn only while open"
+    at.session_state["importance_open"] = True              # what a click on its expander does
+    at.run()
     table = frame_with(at, "kind", "layer", "head", "loss_change", "michel")
     cross = table[table["kind"] == "cross"].sort_values(["layer", "head"])
     np.testing.assert_allclose(cross["loss_change"].to_numpy(), loss.ravel(), rtol=1e-6)
@@ -190,6 +193,8 @@ def test_a_model_without_importance_marks_nothing(tmp_path, monkeypatch):
     at.radio(key="view").set_value("Head summary").run()
     check_clean(at, "summary without file")
     assert "loss_change" not in frame_with(at, "kind", "layer", "head").columns
+    at.session_state["importance_open"] = True
+    at.run()
     assert any("no head_importance.json" in c.value for c in at.caption)
 
 

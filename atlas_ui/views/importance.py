@@ -77,11 +77,24 @@ def importance_rows(importance: Importance, table: pd.DataFrame) -> pd.DataFrame
     return table.merge(importance.frame, on=["kind", "layer", "head"], how="left")
 
 
+IMPORTANCE_OPEN = "importance_open"    # session key: the Head summary's importance section is open
+
+
 def importance_section(importance: Importance, kind: str, on_pick, result=None) -> None:
     """Loss change and Michel importance of every head of `kind`, and the pruning curve.
     `on_pick(key, layers, heads)`: the callback that opens a clicked head. With `result` (the run on
     screen), the figures are shared by every session showing it (common.shared_figure)."""
-    st.subheader("Head importance")
+    # drawn only while open (lazy; opening it is one rerun): three charts fewer for every session of a
+    # room opening a Head summary link; its label never changes (a stateful expander's identity)
+    box = st.expander("Head importance: loss change, Michel importance and the pruning curve", key=IMPORTANCE_OPEN,
+                      on_change="rerun")
+    if not box.open:
+        return
+    with box:
+        _importance_body(importance, kind, on_pick, result)
+
+
+def _importance_body(importance: Importance, kind: str, on_pick, result) -> None:
     if importance.frame is None:
         st.caption(importance.note)
         return
