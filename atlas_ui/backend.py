@@ -40,8 +40,15 @@ def translation_slots(count: int) -> threading.BoundedSemaphore:
     return threading.BoundedSemaphore(count)
 
 
+@functools.lru_cache(maxsize=1)
+def _devices() -> tuple:
+    return ("cuda", "cpu") if torch.cuda.is_available() else ("cpu",)
+
+
 def available_devices() -> list:
-    return ["cuda", "cpu"] if torch.cuda.is_available() else ["cpu"]
+    """Asked once per process (a GPU does not come or go while the server runs): every run of
+    every session asks."""
+    return list(_devices())
 
 
 def get_translator(ref: ModelRef, device: str):
