@@ -40,17 +40,19 @@ def render(ctx: ViewContext):
     S, T = len(result.source_tokens), len(result.output_tokens)
     columns = st.columns(3)
     # every map depends on the runs only: built once per process for an audience on the link
+    def tall(fig):                    # the view's picture: tall enough to read each cell
+        return fig.update_layout(height=max(fig.layout.height or 0, MASK_HEIGHT))
+
+    # (set while building: a shared figure is never changed after, other sessions are reading it)
     figures = [
         ("padding", shared_figure(result, ("mask_padding",), lambda: mask_figure(
             result.source_padding, None, result.source_tokens, "Source padding mask"))),
-        ("causal", shared_figure(result, ("mask_causal",), lambda: mask_figure(
-            causal_mask(T), result.output_tokens, result.target_tokens, "Causal mask"))),
-        ("combined", shared_figure(result, ("mask_combined",), lambda: mask_figure(
-            decoder_mask([T], T)[0], result.output_tokens, result.target_tokens, "Combined decoder mask"))),
+        ("causal", shared_figure(result, ("mask_causal",), lambda: tall(mask_figure(
+            causal_mask(T), result.output_tokens, result.target_tokens, "Causal mask")))),
+        ("combined", shared_figure(result, ("mask_combined",), lambda: tall(mask_figure(
+            decoder_mask([T], T)[0], result.output_tokens, result.target_tokens, "Combined decoder mask")))),
     ]
     for column, (name, fig) in zip(columns, figures):
-        if name != "padding":                         # the view's picture: tall enough to read each cell
-            fig.update_layout(height=max(fig.layout.height or 0, MASK_HEIGHT))
         with column:
             chart(fig, f"mask_{name}")
             st.markdown(MASK_TEXT[name])
