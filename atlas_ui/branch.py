@@ -16,9 +16,10 @@ import streamlit as st
 from viz.branch import branch_compare_figure, branch_tree, parting_step, total_log_prob
 
 from . import state
-from .backend_branch import translate_prefix
+from .backend_branch import branch_key, translate_prefix
 from .common import chart, escape_md, shared_figure
 from .settings import MAX_CHARS, max_concurrent
+from .warm import held
 
 STATE = "branch_state"        # {"run": signature, "prefixes": [tuple], "current": int | None}
 RUN = "_branch_run"           # this run's Shown (set by shown(), read by the views and panel())
@@ -74,14 +75,22 @@ def unfit(result, prefix: tuple) -> str:
     return ""
 
 
+def _prefix_run(model, device: str, text: str, beam: int, prefix: tuple, explain: bool):
+    """translate_prefix, or the run this process holds already, without st.cache_resource's hashing
+    of the arguments (every session of a room on a link with a branch asks for the same one)."""
+    ready = held().get(branch_key(model, device, text, beam, prefix, explain))
+    return ready if ready is not None else translate_prefix(model, device, text, beam, prefix, max_concurrent(),
+                                                            explain)
+
+
 def _branch_run(ctx_args: tuple, prefix: tuple, explain: bool):
     model, device, text, beam = ctx_args
     if explain:
         try:
-            return translate_prefix(model, device, text[:MAX_CHARS], beam, prefix, max_concurrent(), True)
+            return _prefix_run(model, device, text[:MAX_CHARS], beam, prefix, True)
         except (ValueError, RuntimeError):
             pass                                   # explaining failed: the plain branch (or the real error)
-    return translate_prefix(model, device, text[:MAX_CHARS], beam, prefix, max_concurrent())
+    return _prefix_run(model, device, text[:MAX_CHARS], beam, prefix, False)
 
 
 def shown(result, model, device, text: str, reference: str, beam: int, explain: bool = False):
