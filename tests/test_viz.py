@@ -397,6 +397,7 @@ def test_positional_encoding_over_many_positions_marks_the_sentence():
     (outline,) = fig.layout.shapes
     assert (outline.y0, outline.y1) == (-0.5, 3.5)
     assert fig.layout.annotations[0].text == "this sentence: positions 0–3"
+    assert fig.data[0].customdata is None and "Position %{y}" in fig.data[0].hovertemplate   # no string per cell
     with pytest.raises(ValueError):
         positional_encoding_figure(pe[:3], sentence=TGT)                           # longer than the table
     with pytest.raises(ValueError):
@@ -409,6 +410,9 @@ def test_position_similarity_figure():
     np.testing.assert_allclose(z_of(fig), pe @ pe.T)
     np.testing.assert_allclose(np.diag(z_of(fig)), 4.0)        # Σ sin² + cos² = D / 2
     assert fig.data[0].zmin == -fig.data[0].zmax
+    assert fig.data[0].customdata is None and "Position %{y}<br>Position %{x}" in fig.data[0].hovertemplate
+    labelled = position_similarity_figure(pe, ["a", "b", "c", "d", "e"])
+    assert np.asarray(labelled.data[0].customdata)[1, 3].tolist() == ["1 b", "3 d"]        # row, column
 
 
 def test_embedding_figure():

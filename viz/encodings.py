@@ -42,7 +42,7 @@ def positional_encoding_figure(pe, tokens: Sequence[str] | None = None,
         raise ValueError(f"a sentence of {len(sentence)} pieces does not fit {pe.shape[0]} positions")
     S = len(sentence)
     labels = [f"{i} {lab}" for i, lab in enumerate(display_tokens(sentence))] + [str(i) for i in range(S, pe.shape[0])]
-    fig = _encoding_heatmap(pe, labels, title)
+    fig = _encoding_heatmap(pe, labels, title, row_hover=False)     # P x D cells: no label per cell to send
     shown = [i for i in range(pe.shape[0]) if i < S or i % 8 == 0]
     fig.update_yaxes(tickvals=shown, ticktext=[labels[i] for i in shown])
     fig.add_shape(type="rect", xref="paper", yref="y", x0=0, x1=1, y0=-0.5, y1=S - 0.5,
@@ -52,12 +52,15 @@ def positional_encoding_figure(pe, tokens: Sequence[str] | None = None,
     return fig
 
 
-def _encoding_heatmap(pe: np.ndarray, labels: list[str] | None, title: str) -> go.Figure:
+def _encoding_heatmap(pe: np.ndarray, labels: list[str] | None, title: str, row_hover: bool = True) -> go.Figure:
+    """`row_hover`: the hover names each row's label (one string per cell, sent to the browser);
+    without it the position number (%{y}), and the axis names the sentence's pieces."""
     return matrix_heatmap(
         pe, y_labels=labels, x_labels=None, y_title="Position", x_title="Dimension",
         zmin=-1.0, zmax=1.0, colorscale=DIVERGING_COLORSCALE, title=title,
-        customdata=row_customdata(labels, pe.shape), colorbar_title="value",
-        hovertemplate="Position %{customdata}<br>Dimension %{x}<br>value %{z:.3f}<extra></extra>")
+        customdata=row_customdata(labels, pe.shape) if row_hover else None, colorbar_title="value",
+        hovertemplate=f"Position {'%{customdata}' if row_hover else '%{y}'}<br>Dimension %{{x}}<br>value %{{z:.3f}}"
+                      "<extra></extra>")
 
 
 def position_similarity_figure(pe, tokens: Sequence[str] | None = None,
@@ -67,13 +70,15 @@ def position_similarity_figure(pe, tokens: Sequence[str] | None = None,
     sim = pe.astype(np.float64) @ pe.T.astype(np.float64)             # (P, P)
     labels = position_labels(pe.shape[0], tokens, "positional encoding")
     zmin, zmax = symmetric_range(sim)
-    cd = np.stack([row_customdata(labels, sim.shape), row_customdata(labels, sim.shape).T], -1)
+    if labels is None:                # plain position numbers: the axes' own values, no string per cell
+        cd, hover = None, "Position %{y}<br>Position %{x}"
+    else:
+        cd = np.stack([row_customdata(labels, sim.shape), row_customdata(labels, sim.shape).T], -1)
+        hover = "Position %{customdata[0]}<br>Position %{customdata[1]}"
     return matrix_heatmap(
         sim, y_labels=labels, x_labels=labels, y_title="Position", x_title="Position",
         zmin=zmin, zmax=zmax, colorscale=DIVERGING_COLORSCALE, title=title,
-        customdata=cd, colorbar_title="dot product",
-        hovertemplate="Position %{customdata[0]}<br>Position %{customdata[1]}"
-                      "<br>pe·pe %{z:.3f}<extra></extra>")
+        customdata=cd, colorbar_title="dot product", hovertemplate=hover + "<br>pe·pe %{z:.3f}<extra></extra>")
 
 
 def embedding_figure(embeddings, tokens: Sequence[str], title: str = "", *,
