@@ -10,8 +10,8 @@ small plotly heatmap; no torch; a plain Streamlit page). Both are warmed with on
 
 First paint: each load is a fresh tab in a new browser context (no HTTP cache, a new session),
 the pages taking turns in each round: hello, the app's default URL, the app's share link
-(?model=en-de&sentence=Two+dogs+play+in+the+snow.&view=Heatmap), and a share link with a what-if
-branch open (Decoding steps, branch= the first piece then the model's second choice; issue 23). The clock is the page's own:
+(?model=en-de&sentence=Two+dogs+play+in+the+snow.&view=Heatmap), and the same link with a what-if
+branch open (branch= the first piece then the model's second choice; issue 23). The clock is the page's own:
 performance.now() counts from the navigation start, and a MutationObserver installed before the
 page's scripts run notes the first moment a `[data-testid="stPlotlyChart"] .main-svg` exists with
 a nonzero width (plotly.js has laid the chart out). Reported: medians over --repeats loads, and
@@ -56,11 +56,11 @@ BRANCH_SENTENCE = "Two dogs play in the snow."
 
 
 def branch_query() -> str:
-    """The share link with a what-if branch open (issue 23), on the view that drew it."""
-    from urllib.parse import urlencode
+    """The share link above with a what-if branch open (issue 23): the same view, so the ratio to
+    the share link is what the branch costs."""
+    from urllib.parse import quote
     from bench_serving import branch_param
-    return "?" + urlencode({"model": "en-de", "sentence": BRANCH_SENTENCE, "view": "Decoding steps",
-                            "branch": branch_param(BRANCH_SENTENCE)})
+    return SHARE_QUERY + "&branch=" + quote(branch_param(BRANCH_SENTENCE))
 SENTENCES = [                      # Multi30k-like captions, none of them the app's default example
     "A woman is reading a book on a bench.",
     "Three children are playing football in the park.",
