@@ -66,6 +66,11 @@ def content_positions(translator, source_ids) -> list:
     return [j for j, i in enumerate(source_ids) if i not in special]
 
 
+class Attribution(dict):
+    """attribution()'s numbers: a dict that can be weakly referenced, so a process can hand it out
+    without st.cache_resource's hashing (warm.held; views/base.py ViewContext.attribution)."""
+
+
 @st.cache_resource(max_entries=32, show_spinner=False)     # shared, read only: no unpickled copy per session
 def attribution(path, device: str, text: str, beam_size: int, target, slots: int, head_mask: tuple = ()) -> dict:
     """For one run: {method: (T, S)} scores (rows sum to 1), the perturbation test (one row per
@@ -79,9 +84,9 @@ def attribution(path, device: str, text: str, beam_size: int, target, slots: int
     positions = content_positions(translator, out.source_ids)
     correlations = (rank_correlations(scores, positions) if len(positions) > 1
                     else pd.DataFrame(columns=["step", "method_a", "method_b", "spearman"]))
-    return dict(scores={name: read_only(np.array(value)) for name, value in scores.items()}, perturbation=frame,
-                summary=perturbation_summary(frame), correlations=correlations,
-                output_tokens=list(out.output_tokens), source_tokens=list(out.source_tokens))
+    return Attribution(scores={name: read_only(np.array(value)) for name, value in scores.items()}, perturbation=frame,
+                       summary=perturbation_summary(frame), correlations=correlations,
+                       output_tokens=list(out.output_tokens), source_tokens=list(out.source_tokens))
 
 
 def correlation_summary(correlations: pd.DataFrame) -> pd.DataFrame:

@@ -19,6 +19,7 @@ from ..catalogue import ModelRef
 from ..common import Display
 from ..result import Result
 from ..settings import MAX_CHARS, max_concurrent
+from ..warm import held, hold, translation_key
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,15 @@ class ViewContext:
         by those pieces."""
         prefix = self.branch_prefix
         target = tuple(self.result.output_tokens) if prefix else self.target
+        beam, text = 1 if target else self.beam, self.text[:MAX_CHARS]
+        # held already (a rerun, a room on one link): no spinner, whose timer thread and transient
+        # element every session would pay for, and no hashing of the arguments
+        key = "attribution:" + translation_key(self.model, self.device, text, beam, target)
+        ready = held().get(key)
+        if ready is not None:
+            return ready
         with st.spinner("Comparing the methods and running the perturbation test…"):
-            return attribution(self.model, self.device, self.text[:MAX_CHARS], 1 if target else self.beam, target,
-                               max_concurrent())
+            return hold(key, attribution(self.model, self.device, text, beam, target, max_concurrent()))
 
     def attribution_average(self) -> dict:
         """The attribution's perturbation summary and correlations over the example sentences."""
