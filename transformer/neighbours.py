@@ -37,44 +37,41 @@ def source_embedding_matrix(translator) -> np.ndarray:
     return weight.detach().float().cpu().numpy()
 
 
-def _vocabulary(translator, rows: int) -> tuple[list[str], set]:
-    """(pieces by source id, special ids) for the first `rows` ids that have a piece."""
+def _pieces_of(translator, ids: list[int]) -> list[str]:
+    """Source pieces of `ids` ("" for an id without one), HF tokenizers only."""
+    tokenizer = translator.tokenizer
+    source = getattr(tokenizer, "_source", None)                # Marian with separate vocabularies
+    if source is not None:
+        return [source.get(i, "") for i in ids]
+    return [str(p) if p is not None else "" for p in tokenizer.hf.convert_ids_to_tokens(list(ids))]
+
+
+def _special_among(translator, ids, pieces: list[str] | None = None) -> set:
+    """The special ids among `ids` (control, unknown and unused pieces, language codes, ids without
+    a piece). `pieces`, when the caller has them, are those of `ids` in order; a swap asks about
+    one sentence's ids only, without reading the whole vocabulary."""
+    ids = [int(i) for i in ids]
     tokenizer = translator.tokenizer
     hf = getattr(tokenizer, "hf", None)
     if hf is None:                                              # ours: sentencepiece
-        size = min(rows, len(tokenizer))
-        sp = tokenizer.sp
-        special = {i for i in range(size) if sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i)}
-        return tokenizer.pieces(range(size)), special | {0, 1, 2, 3}
-    source = getattr(tokenizer, "_source", None)                # Marian with separate vocabularies
-    if source is not None:
-        size = min(rows, max(source) + 1)
-        pieces = [source.get(i, "") for i in range(size)]
-    else:
-        size = min(rows, len(tokenizer))
-        pieces = [str(p) if p is not None else "" for p in hf.convert_ids_to_tokens(list(range(size)))]
-    special = {int(i) for i in hf.all_special_ids if i is not None}
-    special |= {int(i) for i in getattr(hf, "lang_code_to_id", {}).values()}
-    special |= {i for i, piece in enumerate(pieces) if not piece}                 # ids without a piece
-    return pieces, special
-
-
-def _special_among(translator, ids) -> set:
-    """The special ids among `ids`, by the same tests as _vocabulary but without reading the whole
-    vocabulary (every swap, and every new session's default swap, asks)."""
-    tokenizer = translator.tokenizer
-    hf = getattr(tokenizer, "hf", None)
-    ids = {int(i) for i in ids}
-    if hf is None:
         sp = tokenizer.sp
         return {i for i in ids if i in (0, 1, 2, 3) or sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i)}
     special = {int(i) for i in hf.all_special_ids if i is not None}
     special |= {int(i) for i in getattr(hf, "lang_code_to_id", {}).values()}
+    pieces = _pieces_of(translator, ids) if pieces is None else pieces
+    return {i for i, piece in zip(ids, pieces) if i in special or not piece}
+
+
+def _vocabulary(translator, rows: int) -> tuple[list[str], set]:
+    """(pieces by source id, special ids) for the first `rows` ids that have a piece."""
+    tokenizer = translator.tokenizer
+    if getattr(tokenizer, "hf", None) is None:
+        size = min(rows, len(tokenizer))
+        return tokenizer.pieces(range(size)), _special_among(translator, range(size))
     source = getattr(tokenizer, "_source", None)
-    order = sorted(ids)
-    pieces = [source.get(i, "") for i in order] if source is not None else [
-        str(p) if p is not None else "" for p in hf.convert_ids_to_tokens(order)]
-    return {i for i in ids if i in special} | {i for i, piece in zip(order, pieces) if not piece}
+    size = min(rows, max(source) + 1 if source is not None else len(tokenizer))
+    pieces = _pieces_of(translator, list(range(size)))
+    return pieces, _special_among(translator, range(size), pieces)
 
 
 def is_word_start(piece: str) -> bool:
