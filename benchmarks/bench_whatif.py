@@ -102,10 +102,11 @@ def main(argv=None) -> dict:
     finally:
         app.stop()
     print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-    plain = [c["seconds"] for c in clicks if c["candidate"] is None]
+    plain_clicks = [c for c in clicks if c["candidate"] is None]
+    plain = [c["seconds"] for c in plain_clicks]
     clicks = [c for c in clicks if c["candidate"] is not None]
     times = [c["seconds"] for c in clicks]
-    result = {"clicks": clicks, "click_median_s": statistics.median(times), "plain_click_median_s": statistics.median(plain)}
+    result = {"clicks": clicks, "plain_clicks": plain_clicks, "click_median_s": statistics.median(times), "plain_click_median_s": statistics.median(plain)}
     missing = [c for c in clicks if not c["side_by_side"]]
     print(f"\nClick a candidate -> end of the script run (median of {len(clicks)}; reruns per click: "
           f"{sorted({c['reruns'] for c in clicks})})")
@@ -115,6 +116,8 @@ def main(argv=None) -> dict:
     print(f"  for scale, a plain click on the same page (Next / Prev step): median {result['plain_click_median_s']:.3f}s "
           f"of {len(plain)}")
     if args.details:
+        print("  the plain clicks: to run start, run, to drawn (medians): " + ", ".join(
+            f"{statistics.median(c[part] for c in plain_clicks):.3f}" for part in ("to_start", "run", "to_drawn")))
         for c in clicks:
             print(f"  step {c['step']} {c['candidate']!r}: {c['seconds']:.3f}s (to run start {c['to_start']:.3f}, "
                   f"run {c['run']:.3f}, to drawn {c['to_drawn']:.3f})")
