@@ -33,8 +33,8 @@ def sidebar(models: dict, default_model: str = DEFAULT_MODEL,
     returned, for the page to refuse."""
     policy = policy or read_policy()
     with st.sidebar:
-        st.header("Attention Atlas")
-        st.caption("Every head, every layer, every decoding step of an encoder–decoder Transformer.")
+        st.markdown("## Attention Atlas\n\n:gray[:small[Every head, every layer, every decoding step of an "
+                    "encoder–decoder Transformer.]]")           # one element (see share_box)
         labels = model_labels(models)
         model = state.selectbox("Model", list(models), "model", default_model, format_func=labels.get)
         if policy.enabled:
@@ -140,33 +140,30 @@ def scores_markdown(rows: list[dict]) -> str | None:
 def show_status(box, translator, result, figure_seconds: float | None) -> None:
     """Device, timings and the model card's scores, in as few elements as the page allows
     (every element is one more message per run, for every session)."""
-    with box:
-        st.subheader("Status")
-        device = str(translator.device)
-        lines = [f"Device: {'GPU' if device.startswith('cuda') else 'CPU'} ({device})"]
-        if result is not None:
-            lines.append(f"Translation run: {result.seconds:.2f} s")
-        if figure_seconds is not None:
-            lines.append(f"Figures: {figure_seconds:.2f} s")
-        st.text("\n".join(lines))
-        card = translator.card if isinstance(translator.card, dict) else {}
-        data = card.get("data") if isinstance(card.get("data"), dict) else {}
-        notes = []
-        if "multi30k" in str(data.get("dataset", "")).lower():
-            notes.append("Trained on Multi30k image captions only: it translates sentences that describe a "
-                         "scene. Other text comes out garbled; open a real model for that.")
-        elif card.get("family"):
-            notes.append("Hugging Face model · " + escape_md(str(card.get("architecture") or card["family"]), 80)
-                         + " · positions: " + escape_md(str(card.get("positional_kind", "?")), 40))
-        name = card.get("hub_id") or hub_name(card.get("path", "")) or card.get("name", "unnamed model")
-        notes.append("Model card: " + escape_md(str(name), 80)
-                     + " · val and test_2016_flickr (test16), greedy and beam 4")
-        table = scores_markdown(score_rows(card))
-        if table is None:
-            notes.append("The model card has no scores.")
-        st.caption("\n\n".join(notes))
-        if table is not None:
-            st.markdown(table)
+    device = str(translator.device)
+    lines = [f"Device: {'GPU' if device.startswith('cuda') else 'CPU'} ({device})"]
+    if result is not None:
+        lines.append(f"Translation run: {result.seconds:.2f} s")
+    if figure_seconds is not None:
+        lines.append(f"Figures: {figure_seconds:.2f} s")
+    card = translator.card if isinstance(translator.card, dict) else {}
+    data = card.get("data") if isinstance(card.get("data"), dict) else {}
+    notes = []
+    if "multi30k" in str(data.get("dataset", "")).lower():
+        notes.append("Trained on Multi30k image captions only: it translates sentences that describe a "
+                     "scene. Other text comes out garbled; open a real model for that.")
+    elif card.get("family"):
+        notes.append("Hugging Face model · " + escape_md(str(card.get("architecture") or card["family"]), 80)
+                     + " · positions: " + escape_md(str(card.get("positional_kind", "?")), 40))
+    name = card.get("hub_id") or hub_name(card.get("path", "")) or card.get("name", "unnamed model")
+    notes.append("Model card: " + escape_md(str(name), 80)
+                 + " · val and test_2016_flickr (test16), greedy and beam 4")
+    table = scores_markdown(score_rows(card))
+    if table is None:
+        notes.append("The model card has no scores.")
+    # one markdown element: heading, lines, notes and scores (see share_box)
+    parts = ["### Status", "  \n".join(lines)] + [f":gray[:small[{note}]]" for note in notes]
+    box.markdown("\n\n".join(parts + ([table] if table is not None else [])))
 
 
 def _use_example(examples: list, source_key: str) -> None:

@@ -50,10 +50,11 @@ def share_box(box, params: dict) -> None:
     button and the QR code for a room are in an expander drawn only while it is open."""
     url = markdown_safe_url(share_url(st.context.url, params))
     with box, st.container(key="share_link"):
-        st.subheader("Share")
-        st.markdown(f"[Link to this view]({url})")
-        st.caption("It opens exactly this view: model, sentence, decoding, view, attention kind, layer, head "
-                   "and step. The address bar holds the same.")
+        # one element, not a heading, a link and a caption: every element is a message per run and
+        # per session, on every page (the sidebar is drawn while folded too)
+        st.markdown(f"### Share\n\n[Link to this view]({url})\n\n:gray[:small[It opens exactly this view: model, "
+                    "sentence, decoding, view, attention kind, layer, head and step. The address bar holds the "
+                    "same.]]")
         room = st.expander("Copy the link, or show its QR code", key="share_open", on_change="rerun")
         if room.open:
             with room:

@@ -166,7 +166,8 @@ def test_head_importance_marks_overview_and_summary():
     at.radio(key="view").set_value("Head summary").run()
     check_clean(at, "summary")
     assert not titled(at, "Pruning curve"), "the importance section is drawn only while open"
-    at.session_state["importance_open"] = True              # what a click on its expander does
+    at.session_state["importance_open"] = True
+    at.session_state["stats_table_open"] = True              # what a click on its expander does
     at.run()
     table = frame_with(at, "kind", "layer", "head", "loss_change", "michel")
     cross = table[table["kind"] == "cross"].sort_values(["layer", "head"])
@@ -192,8 +193,11 @@ def test_a_model_without_importance_marks_nothing(tmp_path, monkeypatch):
     assert any("no head_importance.json" in c.value for c in at.caption)
     at.radio(key="view").set_value("Head summary").run()
     check_clean(at, "summary without file")
+    at.session_state["stats_table_open"] = True
+    at.run()
     assert "loss_change" not in frame_with(at, "kind", "layer", "head").columns
     at.session_state["importance_open"] = True
+    at.session_state["stats_table_open"] = True
     at.run()
     assert any("no head_importance.json" in c.value for c in at.caption)
 

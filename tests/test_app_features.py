@@ -54,6 +54,10 @@ def test_head_summary_for_the_sentence_and_the_examples(translator):
     assert entropy.shape == (L, H)
     np.testing.assert_allclose(entropy, stats["entropy"].to_numpy().reshape(L, H), rtol=1e-4)
     assert charts[0]["data"][1]["type"] == "scatter"     # clickable head markers
+    assert not at.dataframe, "the table of every head is drawn only while its expander is open"
+    at.session_state["stats_table_open"] = True             # what a click on its expander does
+    at.run()
+    check_clean(at, "table open")
     table = at.dataframe[0].value
     assert len(table) == 3 * L * H and {"kind", "layer", "head", *STAT_COLUMNS} <= set(table.columns)
     assert set(table["kind"]) == {"encoder_self", "decoder_self", "cross"}

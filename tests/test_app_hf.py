@@ -137,7 +137,7 @@ def test_every_view_renders_with_a_hugging_face_model(hf_models, monkeypatch, fa
     at = opened(monkeypatch, hf_models, model=family, sentence=SENTENCE)
     check_clean(at, family)
     assert translation_text(at).strip(), "a translation is shown"
-    assert any("Hugging Face" in c.value for c in at.sidebar.caption), "the panel says what the model is"
+    assert any("Hugging Face model ·" in md.value for md in at.sidebar.markdown), "the panel says what the model is"
     for view in VIEWS:
         at.radio(key="view").set_value(view).run()
         check_clean(at, f"{family} · {view}")
@@ -208,7 +208,7 @@ def test_our_model_says_what_it_was_trained_on_and_flags_unknown_text():
     at.query_params.update(model="en-de", sentence="The meeting was postponed because of the strike.")
     at.run()
     check_clean(at, "out of domain")
-    assert any("image captions" in c.value for c in at.sidebar.caption)
+    assert any("image captions" in md.value for md in at.sidebar.markdown)
     notes = [i.value for i in at.info if "outside what it knows" in i.value]
     assert notes and "opus-mt-en-de" in notes[0]
     at.text_area(key="text").set_value("Two dogs play in the snow.").run()

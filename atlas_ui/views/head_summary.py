@@ -17,6 +17,7 @@ from .shared import focus_on, focus_panel, on_tile_pick
 from .stat_maps import shared_table, statistic_map
 
 SCOPES = ("This sentence", "All examples")
+TABLE_OPEN = "stats_table_open"   # session key: the table of every head is open
 MAIN_HEIGHT = 440          # px: the large statistic map and the opened head beside it
 
 
@@ -76,21 +77,31 @@ def render(ctx: ViewContext):
         with column:
             chart(fig, key, on_select=partial(on_tile_pick, key, n_layers(result, kind), n_heads(result)),
                   selection_mode="points")
-    if kind == "cross":
-        st.caption("Cross-attention has no diagonal (queries are target pieces, keys are source pieces).")
-    st.caption("Click a cell, or select a row of the table, to open that head beside the large map. "
-               "Sort the table by clicking a column header.")
-    table = shared_table(ctx, scope != SCOPES[0], importance.stamp,
+    st.caption(("Cross-attention has no diagonal (queries are target pieces, keys are source pieces). "
+                if kind == "cross" else "") + "Click a cell to open that head beside the large map; the table "
+               "below sorts every head by any statistic.")
+    # drawn only while open (lazy, like the importance section below; its label never changes): a
+    # 72-row table fewer for every session of a room on a Head summary link
+    box = st.expander("Every head as a sortable table", key=TABLE_OPEN, on_change="rerun")
+    if box.open:
+        with box:
+            heads_table(ctx, result, scope != SCOPES[0], importance, frames)
+    importance_section(importance, kind, on_tile_pick, result)
+    return main
+
+
+def heads_table(ctx: ViewContext, result, over_examples: bool, importance, frames: dict) -> None:
+    """Every head of every kind, one row each (with importance when measured); a row opens its head."""
+    table = shared_table(ctx, over_examples, importance.stamp,
                          lambda: importance_rows(importance, statistics_table(frames)))
     number = st.column_config.NumberColumn(format="%.3f")
-    examples = (tuple(ctx.example_texts()), ctx.beam) if scope != SCOPES[0] else ()     # as stat_maps keys it
+    examples = (tuple(ctx.example_texts()), ctx.beam) if over_examples else ()     # as stat_maps keys it
     arrow = as_arrow(result, ("statistics_table", examples, importance.stamp), table)
+    st.caption("Sort by clicking a column header; select a row to open that head beside the large map.")
     st.dataframe(arrow, hide_index=True, key="stats_table", on_select=partial(_on_table_pick, "stats_table", table),
                  selection_mode="single-row", column_config={
                      c: number for c in (*STAT_COLUMNS, "michel")} | {
                      "loss_change": st.column_config.NumberColumn(format="%.4f")})
-    importance_section(importance, kind, on_tile_pick, result)
-    return main
 
 
 VIEW = View(
