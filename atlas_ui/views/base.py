@@ -5,6 +5,7 @@ run on screen and ask the context for more (another sentence, an ablated run, th
 instead of each taking its own mix of arguments."""
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -46,11 +47,15 @@ class ViewContext:
 
     def translate_other(self, text: str) -> Result:
         """A second sentence with the same model and decoding, no reference (Masks and Compare)."""
-        with st.spinner("Translating the other sentence…"):
+        text, explain = text[:MAX_CHARS], bool(self.display.norm)
+        # a translation this process holds needs no spinner (a timer thread and a transient element
+        # per run of every session; Masks asks twice a run), as in main.run_translation
+        ready = held().get(translation_key(self.model, self.device, text, self.beam, None, (), explain))
+        with contextlib.nullcontext() if ready is not None else st.spinner("Translating the other sentence…"):
             # explain only when True: st.cache_resource keys on the arguments as passed, so an explicit
             # explain=False would cache the same translation a second time
-            return translate(self.model, self.device, text[:MAX_CHARS], self.beam, None, max_concurrent(),
-                             **({"explain": True} if self.display.norm else {}))
+            return translate(self.model, self.device, text, self.beam, None, max_concurrent(),
+                             **({"explain": True} if explain else {}))
 
     @property
     def branch_prefix(self) -> tuple:

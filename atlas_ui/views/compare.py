@@ -131,7 +131,7 @@ def edited_sentence(ctx: ViewContext, where) -> str | None:
 def swap_mode(ctx: ViewContext, where):
     """Both translations side by side: the main map, the pieces with their probabilities, the
     changed pieces, then the swap controls (a click there changes the edited sentence above)."""
-    result, display = ctx.result, ctx.display
+    display = ctx.display
     seed_edit(ctx)
     with where[1]:
         values = state.selectbox("Values", list(VALUES), "compare_values", format_func=VALUES.get,
