@@ -113,7 +113,8 @@ def show_translation(result, target_lang: str, display: Display, current: int | 
     with st.container(key="translation"):
         if display.presenter:      # the strip is the translation: one line less between the bar and the chart
             return translation_strip(diagnosis, result, display.show_space, current)
-        label, text = st.columns([1.6, 8], vertical_alignment="center")     # one line: what it is, the text
+        # one line: what it is, the text (a wider label when it says how: no second line under it)
+        label, text = st.columns([3.2 if result.forced or beam > 1 else 1.6, 8], vertical_alignment="center")
         label.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: orange = "
                                                        "less sure; hover a piece for its value.")
         # st.text, not st.code: st.code loads a 1.5 MB syntax highlighter on every new tab, which
