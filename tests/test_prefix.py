@@ -431,3 +431,27 @@ def test_diagnose_passes_through_with_a_prefix(en_de):
     assert out.diagnosis.hallucination.shape == (len(out.output_ids),)
     assert out.diagnosis.omission.shape == (len(out.source_ids),)
     assert en_de.translate(EN, prefix=["▁Eine"]).diagnosis is None
+
+
+@pytest.mark.parametrize("name", FAMILIES)
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_hf_a_prefix_of_max_len_pieces_and_of_one_fewer(hf, name, beam_size):
+    """As for ours (api.md): a prefix of exactly max_len pieces is the whole translation, each step
+    with the model's own probabilities (a teacher-forced pass over it); one piece fewer leaves one
+    step, the piece generate() picks there from the same decoder input (its logits processors
+    included: a family whose generation config forces </s> at the length limit ends there)."""
+    tr = hf[name]
+    text, limit = SOURCES[1], 6
+    greedy = tr.translate(text, top_k=4)
+    ends = {tr.tokenizer.hf.eos_token, tr.tokenizer.hf.pad_token}
+    body = [p for p in greedy.output_tokens[1:] if p not in ends] or [greedy.output_tokens[0]]
+    pieces = (greedy.output_tokens[:1] + body * limit)[:limit]        # the first piece as the model starts
+    out = tr.translate(text, prefix=pieces, beam_size=beam_size, top_k=4, max_len=limit)
+    assert out.output_tokens == pieces and out.prefix_length == limit and len(out.steps) == limit
+    assert out.attention.cross.shape[2] == limit
+    assert_same_run(out, tr.translate(text, target=pieces, top_k=4), atol=1e-5)
+    shorter = tr.translate(text, prefix=pieces[:-1], beam_size=beam_size, top_k=4, max_len=limit)
+    assert len(shorter.output_tokens) == limit and shorter.output_tokens[:-1] == pieces[:-1]
+    ids = tr.tokenizer.piece_ids(pieces[:-1])
+    assert shorter.output_ids == generate_ids(tr, text, ids, num_beams=beam_size, max_new_tokens=1)
+    assert_same_run(shorter, tr.translate(text, target=list(shorter.output_tokens), top_k=4), atol=1e-5)
