@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from test_app import MODELS, array, check_clean, new_app, share_link, specs, z_array
-from viz import head_statistics, merge_attention, merge_keys, rollout
-from viz.stats import STAT_COLUMNS
+from viz import escape_label, head_statistics, merge_attention, merge_keys, rollout
+from viz.stats import STAT_COLUMNS, STAT_TITLES
 
 pytestmark = pytest.mark.skipif(not MODELS, reason="no model directory")
 
@@ -42,6 +42,15 @@ def chart_titled(at, text: str) -> dict:
     return matches[0]
 
 
+def small_multiples(at) -> list:
+    """(title, z) of each map of the Head summary's small-multiples chart, in order."""
+    found = [s for s in specs(at) if sum(t.get("type") == "heatmap" for t in s["data"]) > 1]
+    assert len(found) == 1, "the other statistics are one chart"
+    titles = [a["text"] for a in found[0]["layout"]["annotations"] if a["text"] != "no value for these heads"]
+    maps = [z_array(t) for t in found[0]["data"] if t.get("type") == "heatmap"]
+    return list(zip(titles, maps))
+
+
 def test_head_summary_for_the_sentence_and_the_examples(translator):
     at = started("Head summary", kind="encoder_self")             # not the cross-attention landing
     text = at.text_area(key="text").value
@@ -49,7 +58,11 @@ def test_head_summary_for_the_sentence_and_the_examples(translator):
     L, H = out.attention.encoder_self.shape[:2]
     stats = head_statistics(out.attention.encoder_self, out.source_tokens, out.source_tokens)
     charts = [s for s in specs(at) if s["data"][0].get("type") == "heatmap"]
-    assert len(charts) >= len(STAT_COLUMNS) + 1          # one per statistic, and the opened head
+    assert len(charts) == 3                               # the large map, the small multiples, the opened head
+    maps = small_multiples(at)
+    assert [title for title, _ in maps] == [escape_label(STAT_TITLES[c]) for c in STAT_COLUMNS[1:]]
+    for (title, z), column in zip(maps, STAT_COLUMNS[1:]):
+        np.testing.assert_allclose(z, stats[column].to_numpy().reshape(L, H), rtol=1e-4, err_msg=title)
     entropy = z_array(charts[0]["data"][0])
     assert entropy.shape == (L, H)
     np.testing.assert_allclose(entropy, stats["entropy"].to_numpy().reshape(L, H), rtol=1e-4)
@@ -73,8 +86,8 @@ def test_head_summary_for_the_sentence_and_the_examples(translator):
         run = translator.translate(sentence)
         per_sentence.append(head_statistics(run.attention.encoder_self, run.source_tokens, run.source_tokens)
                             ["max_weight"].to_numpy())
-    averaged = [s for s in specs(at) if "max weight" in s["layout"]["title"]["text"]][0]
-    np.testing.assert_allclose(z_array(averaged["data"][0]).ravel(), np.mean(per_sentence, axis=0), rtol=1e-4)
+    averaged = dict(small_multiples(at))[escape_label(STAT_TITLES["max_weight"])]
+    np.testing.assert_allclose(averaged.ravel(), np.mean(per_sentence, axis=0), rtol=1e-4)
     assert f"All {len(texts)} examples" in at.radio(key="stats_scope").options[1]
 
 

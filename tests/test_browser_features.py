@@ -67,7 +67,7 @@ def test_clicking_a_beam_node_shows_its_attention(browser, app_url):
 
 
 def test_head_summary_cell_opens_the_head_and_ablation_marks_changes(browser, app_url):
-    page = opened(browser, link(app_url, view="Head summary"), charts=6)
+    page = opened(browser, link(app_url, view="Head summary"), charts=3)
     wait_for_plot(page, "gd.data.length > 1 && gd.data[1].type === 'scatter'")
     points = page.evaluate("""() => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0]
                                     ._fullData[1].customdata""")
@@ -75,6 +75,13 @@ def test_head_summary_cell_opens_the_head_and_ablation_marks_changes(browser, ap
     click_point(page, 0, 1, target)                 # waits for the run the click starts
     assert re.search(r"layer=1&head=3", page.url), page.url
     assert any("layer 1 · head 3" in t for t in chart_titles(page)), chart_titles(page)
+    # a cell of a small multiple (the third map, in the chart under the large one) opens its head too
+    points = page.evaluate("""() => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[2]
+                                    ._fullData[5].customdata""")
+    target = next(i for i, (layer, head) in enumerate(points) if layer == 2 and head == 5)
+    click_point(page, 2, 5, target)
+    assert re.search(r"layer=2&head=5", page.url), page.url
+    assert any("layer 2 · head 5" in t for t in chart_titles(page)), chart_titles(page)
     assert page.problems == []
     page.context.close()
     cross_off = ",".join(f"cross:{layer}:{head}" for layer in range(3) for head in range(8))

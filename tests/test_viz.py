@@ -23,11 +23,12 @@ import viz  # noqa: E402
 from viz.ablation import probability_change_figure  # noqa: E402
 from viz.beam import beam_tree_figure  # noqa: E402
 from viz.importance import importance_figure, pruning_curve_figure  # noqa: E402
+from viz.stats import layer_head_grid  # noqa: E402
 from viz import (attention_heatmap, escape_label, batch_padding_figure, display_tokens,  # noqa: E402
                  embedding_figure, escape_html, head_grid_figure, head_statistics, is_special,
                  mask_figure, merge_attention, merge_pieces, overview_figure,
                  overview_selection, position_similarity_figure, positional_encoding_figure,
-                 rollout, statistic_figure, token_probability_html, topk_bar_figure, word_spans)
+                 rollout, statistic_figure, statistic_maps_figure, token_probability_html, topk_bar_figure, word_spans)
 
 SRC = ["▁A", "▁man", "▁a", "▁a", "</s>"]              # repeated ▁a must stay two columns
 TGT = ["<s>", "▁Ein", "▁Mann", "</s>"]
@@ -569,6 +570,37 @@ def test_statistic_figure_grid_and_validation():
         statistic_figure(df, "nope")
 
 
+def test_statistic_maps_figure_draws_each_statistic_with_its_own_axes_and_scale():
+    w = rows_dirichlet((2, 3, 4, 4), seed=7)
+    df = head_statistics(w, TGT, TGT)
+    columns = ["mean_distance", "max_weight", "special_share", "diagonal_share"]
+    fig = statistic_maps_figure(df, columns)
+    heat = [t for t in fig.data if t.type == "heatmap"]
+    markers = [t for t in fig.data if t.type == "scatter"]
+    assert len(heat) == len(markers) == 4
+    for i, (column, trace, points) in enumerate(zip(columns, heat, markers)):
+        z, _, _ = layer_head_grid(df, column)
+        np.testing.assert_allclose(np.asarray(trace.z, dtype=float), z)                  # (L, H) of that statistic
+        axis = "" if i == 0 else str(i + 1)
+        assert (trace.xaxis, trace.yaxis) == (points.xaxis, points.yaxis) == (f"x{axis}", f"y{axis}")
+        assert fig.layout[f"yaxis{axis}"].autorange == "reversed"                        # layer 0 on top
+        assert np.asarray(points.customdata).tolist()[5] == [1, 2]                       # a click names the head
+    assert (heat[1].zmin, heat[1].zmax) == (0, 1) and heat[0].zmax == pytest.approx(np.nanmax(
+        layer_head_grid(df, "mean_distance")[0]))                                        # its own range
+    titles = [a.text for a in fig.layout.annotations]
+    assert titles[:2] == ["mean |query − key| distance", "mean row max weight"]
+    # two to a row: the second row sits below the first, and maps never overlap
+    y0, y2 = fig.layout.yaxis.domain, fig.layout.yaxis3.domain
+    x0, x1 = fig.layout.xaxis.domain, fig.layout.xaxis2.domain
+    assert y2[1] < y0[0] and x0[1] < x1[0]
+    cross = head_statistics(rows_dirichlet((2, 3, 4, 5), seed=1), TGT, SRC)              # no diagonal
+    assert "no value for these heads" in [a.text for a in statistic_maps_figure(cross, columns).layout.annotations]
+    with pytest.raises(ValueError):
+        statistic_maps_figure(df, ["entropy", "nope"])
+    with pytest.raises(ValueError):
+        statistic_maps_figure(df, [])
+
+
 # --------------------------------------------------------------------------- rollout
 
 def test_rollout_identity_and_uniform():
@@ -636,6 +668,7 @@ FIGURES = {
     "top-k": lambda: topk_bar_figure([("▁a", 0.6), ("<s>", 0.3)], chosen=("▁z", 0.01), title="k"),
     "statistic": lambda: statistic_figure(_stats(), "entropy"),
     "statistic share": lambda: statistic_figure(_stats(), "special_share", colorscale="Cividis"),
+    "statistic maps": lambda: statistic_maps_figure(_stats(), ["entropy", "max_weight", "diagonal_share"]),
     "beam tree": lambda: beam_tree_figure([[(["▁A"], -0.1, None, False), (["</s>"], -2.0, None, True)],
                                            [(["▁A", "<s>"], -0.3, 0, False), (["▁A", "</s>"], -0.2, 0, True)]],
                                           (1, 1), title="<s>", show_space=True),

@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import DEFAULT_COLORSCALE, as_array, check_attention, head_markers, matrix_heatmap
+from ._base import (DEFAULT_COLORSCALE, as_array, check_attention, head_markers, heatmap_trace, matrix_heatmap,
+                    token_axis)
+from ._figure import build_figure
 from ._labels import BOUNDARY_PIECES, escape_label
 
 STAT_COLUMNS = ("entropy", "mean_distance", "max_weight", "special_share", "diagonal_share")
@@ -67,9 +69,9 @@ def average_statistics(frames) -> pd.DataFrame:
     return merged
 
 
-def statistic_figure(df: pd.DataFrame, column: str, title: str = "", *,
-                     colorscale=None) -> go.Figure:
-    """Layers × heads heatmap of one statistic; clicking a cell reports [layer, head]."""
+def _statistic_grid(df: pd.DataFrame, column: str) -> tuple:
+    """(z (L, H), layers, heads, zmin, zmax, customdata (L, H, 2), markers trace) of one statistic.
+    ValueError: an unknown statistic, or a frame without layer and head."""
     if column not in df.columns or column in ("layer", "head"):
         raise ValueError(f"unknown statistic {column!r}; expected one of {list(STAT_COLUMNS)}")
     if not {"layer", "head"} <= set(df.columns):
@@ -86,6 +88,13 @@ def statistic_figure(df: pd.DataFrame, column: str, title: str = "", *,
     notes = [f"{escape_label(column)} {v:.3f}" for v in z.ravel()]
     markers = head_markers(xs.ravel(), ys.ravel(), cd[..., 0].ravel(), cd[..., 1].ravel(),
                            notes=notes)
+    return z, layers, heads, zmin, zmax, cd, markers
+
+
+def statistic_figure(df: pd.DataFrame, column: str, title: str = "", *,
+                     colorscale=None) -> go.Figure:
+    """Layers × heads heatmap of one statistic; clicking a cell reports [layer, head]."""
+    z, layers, heads, zmin, zmax, cd, markers = _statistic_grid(df, column)
     # Small multiples share a third of the page: bare numbers on the axes (titled Layer / Head),
     # a thin colour bar without a title (the figure's title names the value), and cell values
     # in a font that stays readable; the hover names everything.
@@ -103,6 +112,63 @@ def statistic_figure(df: pd.DataFrame, column: str, title: str = "", *,
         axis.title.standoff = 4
     fig.layout.xaxis.tickangle = 0
     return fig
+
+
+def statistic_maps_figure(df: pd.DataFrame, columns, *, per_row: int = 2, colorscale=None) -> go.Figure:
+    """Small multiples in one figure: a layers × heads map per statistic, `per_row` to a row, each
+    with its own colour range and bar, titled by its statistic; clicking a cell of any of them
+    reports [layer, head] (markers' customdata, as in statistic_figure). One chart for the page
+    instead of one per statistic: every chart is a widget and messages per run, for every session."""
+    columns = list(columns)
+    if not columns:
+        raise ValueError("no statistic to draw")
+    if per_row < 1:
+        raise ValueError(f"per_row must be at least 1, got {per_row}")
+    cols, rows = min(per_row, len(columns)), -(-len(columns) // per_row)
+    n_layers = int(df["layer"].nunique())
+    # pixels: a map's rows, and the band under a map for its head numbers, axis title and the next title
+    map_px, gap_px = 44 * n_layers + 24, 78
+    plot_px = rows * map_px + (rows - 1) * gap_px
+    gap_x, gap_y, bar = 0.08, gap_px / plot_px, 0.045                  # bar: the colour bar's share
+    width, height = (1.0 - gap_x * (cols - 1)) / cols, map_px / plot_px
+    data, layout, titles = [], dict(plot_bgcolor="white", margin=dict(l=10, r=10, t=34, b=48)), []
+    for i, column in enumerate(columns):
+        z, layers, heads, zmin, zmax, cd, markers = _statistic_grid(df, column)
+        row, col = divmod(i, cols)
+        left, top = col * (width + gap_x), 1.0 - row * (height + gap_y)
+        name = "" if i == 0 else str(i + 1)
+        x, y = f"x{name}", f"y{name}"
+        data.append(heatmap_trace(
+            z, zmin=zmin, zmax=zmax, colorscale=colorscale or DEFAULT_COLORSCALE, customdata=cd,
+            hovertemplate="Layer %{customdata[0]} · head %{customdata[1]}<br>" + escape_label(column)
+                          + " %{z:.3f}<extra></extra>",
+            colorbar=dict(thickness=8, len=height * 0.9, x=left + width - bar + 0.01, xanchor="left",
+                          y=top - height / 2, yanchor="middle", tickfont=dict(size=10)),
+            texttemplate="%{z:.2f}" if len(heads) <= 12 else None, textfont=dict(size=11), xgap=1, ygap=1,
+            xaxis=x, yaxis=y))
+        data.append({**markers, "xaxis": x, "yaxis": y})
+        x_axis = token_axis([str(h) for h in heads], "Head")
+        y_axis = token_axis([str(l) for l in layers], "Layer", reverse=True)
+        for axis in (x_axis, y_axis):
+            axis["tickfont"] = dict(size=11)
+            axis["title"]["standoff"] = 2
+        x_axis.update(domain=_unit([left + 0.035, left + width - bar]), tickangle=0, anchor=y)
+        y_axis.update(domain=_unit([top - height, top]), anchor=x)
+        layout[f"xaxis{name}"], layout[f"yaxis{name}"] = x_axis, y_axis
+        if not np.isfinite(z).any():          # e.g. the diagonal of cross-attention: say so in the empty map
+            titles.append(dict(text="no value for these heads", x=(left + 0.035 + left + width - bar) / 2,
+                               xref="paper", y=top - height / 2, yref="paper", showarrow=False,
+                               font=dict(size=12, color="#777")))
+        titles.append(dict(text=escape_label(STAT_TITLES.get(column, column)), x=left, xref="paper",
+                           xanchor="left", y=top, yref="paper", yanchor="bottom", yshift=6,
+                           showarrow=False, font=dict(size=14)))
+    layout.update(annotations=titles, height=plot_px + 34 + 48)
+    return build_figure(data, layout)
+
+
+def _unit(span: list) -> list:
+    """A domain inside [0, 1] (sums of fractions stray by 1e-17, which plotly refuses)."""
+    return [min(1.0, max(0.0, round(v, 9))) for v in span]
 
 
 def layer_head_grid(df: pd.DataFrame, column: str) -> tuple[np.ndarray, list, list]:

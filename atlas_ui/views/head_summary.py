@@ -14,7 +14,7 @@ from ..result import kind_statistics
 from .base import View, ViewContext
 from .importance import importance_rows, importance_section, load_importance
 from .shared import focus_on, focus_panel, on_tile_pick
-from .stat_maps import shared_table, statistic_map
+from .stat_maps import shared_table, statistic_map, statistic_maps
 
 SCOPES = ("This sentence", "All examples")
 TABLE_OPEN = "stats_table_open"   # session key: the table of every head is open
@@ -70,13 +70,11 @@ def render(ctx: ViewContext):
               selection_mode="points")
     with beside:
         focus_panel(result, display, kind, "stats_focus", height=MAIN_HEIGHT - 60)
-    others = [column for column in STAT_COLUMNS if column != statistic]
-    for column, name in zip(st.columns(len(others)), others):
-        fig = statistic_map(ctx, frames, scope != SCOPES[0], kind, name)
-        key = f"stat_{kind}_{name}"
-        with column:
-            chart(fig, key, on_select=partial(on_tile_pick, key, n_layers(result, kind), n_heads(result)),
-                  selection_mode="points")
+    # the other statistics as small multiples in one chart (one element, not one per statistic)
+    others = tuple(column for column in STAT_COLUMNS if column != statistic)
+    key = f"stat_maps_{kind}_{statistic}"
+    chart(statistic_maps(ctx, frames, scope != SCOPES[0], kind, others), key,
+          on_select=partial(on_tile_pick, key, n_layers(result, kind), n_heads(result)), selection_mode="points")
     st.caption(("Cross-attention has no diagonal (queries are target pieces, keys are source pieces). "
                 if kind == "cross" else "") + "Click a cell to open that head beside the large map; the table "
                "below sorts every head by any statistic.")

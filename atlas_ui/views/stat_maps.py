@@ -1,7 +1,7 @@
 """The Head summary's statistic maps and table, built once per process for every session showing them."""
 from __future__ import annotations
 
-from viz import statistic_figure
+from viz import statistic_figure, statistic_maps_figure
 
 from ..common import shared_figure
 
@@ -16,6 +16,13 @@ def statistic_map(ctx, frames: dict, over_examples: bool, kind: str, statistic: 
         return fig if height is None else fig.update_layout(height=height)
 
     return shared_figure(ctx.result, ("statistic", examples, kind, statistic, height), build)
+
+
+def statistic_maps(ctx, frames: dict, over_examples: bool, kind: str, statistics: tuple):
+    """statistic_maps_figure of `frames[kind]` (the small multiples under the large map), shared."""
+    examples = (tuple(ctx.example_texts()), ctx.beam) if over_examples else ()
+    return shared_figure(ctx.result, ("statistic_maps", examples, kind, tuple(statistics)),
+                         lambda: statistic_maps_figure(frames[kind], statistics))
 
 
 def shared_table(ctx, over_examples: bool, importance_stamp, build):
