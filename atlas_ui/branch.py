@@ -13,11 +13,11 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from viz.branch import branch_compare_figure, branch_tree, parting_step, total_log_prob
+from viz.branch import branch_compare_html, branch_tree, parting_step, total_log_prob
 
 from . import state
 from .backend_branch import branch_key, translate_prefix
-from .common import chart, escape_md, shared_figure
+from .common import escape_md, shared_figure
 from .settings import MAX_CHARS, max_concurrent
 from .warm import held
 
@@ -176,18 +176,18 @@ def panel(display, key: str = "branch") -> None:
                          help="Every branch of this sentence; a branch of a branch is indented.")
     original, branch = run.original, run.branch
     part = parting_step(original.output_tokens, branch.output_tokens)
-    # the same for every session on this pair of runs: built once (a room opening a link with a branch)
-    figure = shared_figure(branch, ("branch_compare", original.key, display.show_space), lambda: branch_compare_figure(
+    # the same for every session on this pair of runs: built once (a room opening a link with a branch);
+    # a table, not a chart: a new plotly chart was a third of a candidate click's time in the browser
+    table = shared_figure(branch, ("branch_compare", original.key, display.show_space), lambda: branch_compare_html(
         original.output_tokens, original.probs(), branch.output_tokens, branch.probs(), forced=len(run.prefix),
         show_space=display.show_space, title=f"What if step {len(run.prefix)} had been “{run.prefix[-1]}”?"))
-    chart(figure, f"{key}_compare")
+    st.markdown(table, unsafe_allow_html=True)              # every piece escaped (viz.branch)
     note = length_note(branch.output_tokens, len(run.prefix))
     if note:
         st.info(note)
     gap = total_log_prob(original.probs()) - total_log_prob(branch.probs())
     st.caption(f"Original: {escape_md(original.text or ' ', 160)}  \nBranch: {escape_md(branch.text or ' ', 160)}  \n"
-               f"They part at step {part + 1}. The original is {gap:+.2f} in total log-probability "
-               "(each cell's shade is that piece's probability; hover for the value).")
+               f"They part at step {part + 1}; the original is {gap:+.2f} in total log-probability.")
 
 
 def length_note(pieces: list, forced: int) -> str:

@@ -8,7 +8,7 @@ click makes a branch this server has not decoded before (the prefix run is not c
 steps take turns so the prefixes differ in length. The clock is bench_first_paint.py's: from the
 click event's timeStamp to the end of the script run the click started (rerun sent, the server
 finished it, React committed since, the app root says notRunning), noted at the animation frame
-the page first holds it. The side-by-side chart must be on the page after each click. Goal:
+the page first holds it. The side-by-side table must be on the page after each click. Goal:
 median <= 0.3 s. For scale, the same clock on a plain click of the same page (Next / Prev step). Load average printed before and after (2 shared cores: compare like with like).
 
 Another agent adds the source-swap timing of issue 23 here later.
@@ -61,8 +61,8 @@ def click_candidates(browser, base: str, clicks: int) -> list[dict]:
             pill = page.locator(PILLS).filter(has_text=re.compile(r"\S")).nth(used)
             name = pill.inner_text().strip()
             timed = timed_click(page, pill)
-            drawn = page.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
-                .some(gd => ((gd.layout && gd.layout.title && gd.layout.title.text) || '').startsWith('What if step'))""")
+            drawn = page.evaluate("""() => Array.from(document.querySelectorAll('.aa-branch .aa-branch-title'))
+                .some(title => title.textContent.startsWith('What if step'))""")
             timings.append(dict(timed, step=step + 1, candidate=name, side_by_side=bool(drawn),
                                 problems=list(page.problems)))
             # a fresh tab per click would time the page's first runs too: reopen only for the next step

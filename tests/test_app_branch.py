@@ -5,6 +5,7 @@ clear message while the page keeps working. Numbers are checked against the Tran
 from __future__ import annotations
 
 import math
+from html.parser import HTMLParser
 
 import pytest
 
@@ -22,10 +23,51 @@ def opened(**params):
     return at
 
 
-def compare_spec(at) -> dict:
-    found = [s for s in specs(at) if "What if step" in s["layout"]["title"]["text"]]
-    assert len(found) == 1, "one side-by-side chart"
-    return found[0]
+class _Table(HTMLParser):
+    """The side-by-side table's rows: name and log p, pieces, hover texts and the framed step."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.rows, self.title, self._cell, self._in = [], "", None, None
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "th" and attrs.get("class") == "aa-row":
+            self.rows.append({"label": "", "pieces": [], "hover": [], "framed": []})
+            self._in = "label"
+        elif tag == "td" and attrs.get("class") == "aa-piece" and self.rows:
+            self.rows[-1]["pieces"].append("")
+            self.rows[-1]["hover"].append(attrs.get("title", ""))
+            self.rows[-1]["framed"].append("box-shadow" in attrs.get("style", ""))
+            self._in = "piece"
+        elif tag == "div" and attrs.get("class") == "aa-branch-title":
+            self._in = "title"
+
+    def handle_endtag(self, tag):
+        if (tag, self._in) in (("th", "label"), ("td", "piece")) or (tag == "div" and self._in == "title"):
+            self._in = None
+
+    def handle_data(self, data):
+        if self._in == "label":
+            self.rows[-1]["label"] += data + " "
+        elif self._in == "piece":
+            self.rows[-1]["pieces"][-1] += data
+        elif self._in == "title":
+            self.title += data
+
+
+def compare_table(at) -> _Table:
+    """The what-if side-by-side (viz.branch.branch_compare_html), parsed from the page's markdown."""
+    found = [m.value for m in at.markdown if 'class="aa-branch"' in m.value]
+    assert len(found) == 1, "one side-by-side table"
+    table = _Table()
+    table.feed(found[0])
+    assert len(table.rows) == 2
+    return table
+
+
+def branch_pieces(at) -> list:
+    return compare_table(at).rows[1]["pieces"]
 
 
 def param(at, name):
@@ -37,21 +79,24 @@ def shown_text(at) -> str:
     return at.text[0].value
 
 
-def check_side_by_side(at, original, branch, forced: int) -> None:
-    spec = compare_spec(at)
-    trace = spec["data"][0]
-    assert trace["text"][0][: len(original.output_tokens)] == escaped(original.output_tokens)
-    assert trace["text"][1][: len(branch.output_tokens)] == escaped(branch.output_tokens)
-    z = trace["z"]
-    assert z[0][: len(original.steps)] == pytest.approx([s.prob for s in original.steps], abs=1e-6)
-    assert z[1][: len(branch.steps)] == pytest.approx([s.prob for s in branch.steps], abs=1e-6)
-    labels = spec["layout"]["yaxis"]["ticktext"]
-    for label, run in zip(labels, (original, branch)):
-        assert f"log p = {sum(math.log(s.prob) for s in run.steps):.2f}" in label
+def check_side_by_side(at, original, branch, forced: int, forced_pieces: int | None = None) -> None:
+    """`forced`: the step (1-based) where the two part; `forced_pieces`: how many of the branch's
+    pieces were forced, when checked (the hover says so, the underline marks them)."""
+    table = compare_table(at)
+    top, bottom = table.rows
+    assert top["pieces"][: len(original.output_tokens)] == original.output_tokens
+    assert bottom["pieces"][: len(branch.output_tokens)] == branch.output_tokens
+    for row, run in ((top, original), (bottom, branch)):
+        shown = [float(h.rsplit("p = ", 1)[1]) for h in row["hover"] if h]
+        assert shown == pytest.approx([s.prob for s in run.steps], abs=5e-4)       # hover: 3 decimals
+        assert f"log p = {sum(math.log(s.prob) for s in run.steps):.2f}" in row["label"]
+    if forced_pieces is not None:
+        assert ["forced" in h for h in bottom["hover"][: len(branch.steps)]] == [
+            t < forced_pieces for t in range(len(branch.steps))]
     part = next(t for t, (a, b) in enumerate(zip(original.output_tokens, branch.output_tokens)) if a != b)
     assert part == forced - 1                                    # they part at the clicked step
-    assert spec["layout"]["shapes"][0]["x0"] == pytest.approx(part - 0.5)
-    assert f"they part at step {part + 1}" in spec["layout"]["title"]["text"]
+    assert [t for t, framed in enumerate(bottom["framed"]) if framed] == [part]
+    assert f"they part at step {part + 1}" in table.title
 
 
 def test_a_branch_a_re_branch_and_the_switch(translator):
@@ -66,7 +111,7 @@ def test_a_branch_a_re_branch_and_the_switch(translator):
     prefix = [original.output_tokens[0], candidate]
     branch = translator.translate(EN, prefix=prefix, top_k=10)
     assert branch.output_tokens[:2] == prefix and branch.prefix_length == 2
-    check_side_by_side(at, original, branch, 2)
+    check_side_by_side(at, original, branch, 2, forced_pieces=2)
     assert param(at, "branch") == " ".join(prefix) and param(at, "whatif") == "original"
     # the click changed nothing above it: still the original on screen, still step 2
     assert shown_text(at) == original.text and at.slider(key="step").value == 1
@@ -89,7 +134,8 @@ def test_a_branch_a_re_branch_and_the_switch(translator):
     check_clean(at, "re-branch")
     second = translator.translate(EN, prefix=branch.output_tokens[:3] + [again], top_k=10)
     assert shown_text(at) == second.text                         # the switch stays on "Branch"
-    check_side_by_side(at, original, second, 2 if second.output_tokens[1] != original.output_tokens[1] else 4)
+    check_side_by_side(at, original, second, 2 if second.output_tokens[1] != original.output_tokens[1] else 4,
+                       forced_pieces=4)
     tree = at.selectbox(key="step_branch_tree")
     assert tree.options == ["step 2: " + candidate, "· └ step 4: " + again]     # the second grew out of the first
     tree.set_value(0).run()
@@ -103,7 +149,7 @@ def test_a_share_link_holds_the_branch(translator):
     branch = translator.translate(EN, prefix=prefix, top_k=10)
     at = opened(branch=" ".join(prefix), step="2")
     assert shown_text(at) == branch.text and at.radio(key="branch_view").value == "Branch"
-    check_side_by_side(at, original, branch, 2)
+    check_side_by_side(at, original, branch, 2, forced_pieces=2)
     assert param(at, "branch") == " ".join(prefix)
     at = opened(branch=" ".join(prefix), whatif="original")
     assert shown_text(at) == original.text and at.radio(key="branch_view").value == "Original"
@@ -122,7 +168,7 @@ def test_a_stale_or_bad_branch_link_opens_the_plain_translation_and_says_why(tra
         assert shown_text(at) == original.text
         assert any("does not fit this sentence" in w.value and why in w.value for w in at.warning), link
         assert param(at, "branch") is None                     # the link no longer holds it
-        assert not [s for s in specs(at) if "What if step" in s["layout"]["title"]["text"]]
+        assert not [m for m in at.markdown if 'class="aa-branch"' in m.value]
         at.slider(key="step").set_value(1).run()               # and the page keeps working
         check_clean(at, "after a stale link")
         assert not at.warning
@@ -135,8 +181,7 @@ def test_a_branch_that_ends_the_sentence_says_so(translator):
     at.pills(key="step_branch_pick").set_value("</s>").run()
     check_clean(at, "</s> branch")
     assert any("ends the sentence" in i.value for i in at.info)
-    spec = compare_spec(at)
-    assert spec["data"][0]["text"][1][: step + 2] == escaped(original.output_tokens[:step] + ["</s>"]) + [""]
+    assert branch_pieces(at)[: step + 2] == original.output_tokens[:step] + ["</s>", ""]
 
 
 def test_why_this_rather_than_that_next_to_the_step(translator):
@@ -171,7 +216,7 @@ def test_a_click_whose_prefix_fills_the_length_limit_says_so(translator):
     check_clean(at, "max_len branch")
     prefix = original.output_tokens[: limit - 1] + [pick.options[0]]
     assert any("fill the length limit" in i.value and f"{limit} forced pieces" in i.value for i in at.info)
-    assert compare_spec(at)["data"][0]["text"][1] == escaped(prefix)
+    assert branch_pieces(at) == prefix
     at.radio(key="branch_view").set_value("Branch").run()       # the page keeps working on that branch
     check_clean(at, "on the max_len branch")
     assert shown_text(at) == translator.translate(LONG, prefix=prefix).text
@@ -182,4 +227,4 @@ def test_a_click_whose_prefix_fills_the_length_limit_says_so(translator):
     branch = translator.translate(LONG, prefix=original.output_tokens[: limit - 2] + [pick.options[0]])
     assert len(branch.output_tokens) == limit and shown_text(at) == branch.text
     assert not any("fill the length limit" in i.value for i in at.info)
-    assert compare_spec(at)["data"][0]["text"][1] == escaped(branch.output_tokens)
+    assert branch_pieces(at) == branch.output_tokens

@@ -18,15 +18,15 @@ def link(base: str, **params) -> str:
     return f"{base}/?{urlencode(params, quote_via=quote)}"
 
 
-def compare_chart(page) -> dict | None:
-    """The side-by-side chart's rows (pieces) and title, or None when there is none."""
-    return page.evaluate(f"""() => {{
-        for (const gd of document.querySelectorAll('{CHARTS}')) {{
-            const title = (gd.layout && gd.layout.title && gd.layout.title.text) || '';
-            if (title.startsWith('What if step')) return {{title, rows: gd.data[0].text, top: gd.getBoundingClientRect().top}};
-        }}
-        return null;
-    }}""")
+def compare_table(page) -> dict | None:
+    """The side-by-side table's title, rows (pieces as the page shows them) and top, or None."""
+    return page.evaluate("""() => {
+        const box = document.querySelector('.aa-branch');
+        if (!box) return null;
+        const rows = Array.from(box.querySelectorAll('tr')).filter(tr => tr.querySelector('th.aa-row'))
+            .map(tr => Array.from(tr.querySelectorAll('td.aa-piece')).map(td => td.textContent));
+        return {title: box.querySelector('.aa-branch-title').textContent, rows, top: box.getBoundingClientRect().top};
+    }""")
 
 
 def test_a_click_on_a_candidate_puts_both_translations_side_by_side(browser, app_url, screenshots):
@@ -39,8 +39,7 @@ def test_a_click_on_a_candidate_puts_both_translations_side_by_side(browser, app
     with script_run(page):
         pills.first.click()
     wait_for_text(page, "They part at step 2")
-    wait_charts_drawn(page, 4)
-    chart = compare_chart(page)
+    chart = compare_table(page)
     assert chart is not None and "What if step 2" in chart["title"]
     top, bottom = chart["rows"]
     assert bottom[1] == candidate and top[0] == bottom[0] and top[1] != bottom[1]
@@ -52,7 +51,7 @@ def test_a_click_on_a_candidate_puts_both_translations_side_by_side(browser, app
     # the switch: the branch becomes the run on screen
     with script_run(page):
         page.locator(".st-key-branch_view label").filter(has_text="Branch").click()
-    wait_charts_drawn(page, 4)
+    wait_charts_drawn(page, 3)
     assert page.locator(TRANSLATION).inner_text().strip() != original
     assert page.problems == []
     page.context.close()
@@ -68,11 +67,11 @@ def test_a_click_on_a_beam_node_branches_and_keeps_the_returned_path(browser, ap
     target = next(i for i, (s, k) in enumerate(before["custom"]) if s >= 1 and (s + 1, k) not in path)
     click_point(page, 0, before["trace"], target)
     wait_for_text(page, "They part at step")
-    wait_charts_drawn(page, 3)
+    wait_charts_drawn(page, 2)
     after = page.evaluate(f"""() => {{ const gd = document.querySelectorAll('{CHARTS}')[0];
         return {{path: [gd.data[1].x, gd.data[1].y], range: gd._fullLayout.yaxis.range}}; }}""")
     assert after["path"] == before["path"] and after["range"] == before["range"]   # the winner stays drawn, same scale
-    chart = compare_chart(page)
+    chart = compare_table(page)
     assert chart is not None
     step, index = before["custom"][target]
     assert f"What if step {step + 1}" in chart["title"]

@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 
 from ._base import as_probabilities, figure_title
 from ._figure import build_figure
-from ._labels import display_tokens
+from ._labels import display_tokens, escape_html, show_piece
+from .panels import probability_colour
 
 DOUBT = [[0.0, "rgb(217,72,1)"], [1.0, "rgb(255,255,255)"]]      # p = 0 orange … p = 1 white
 PART = "#7b3294"                                                   # the parting step's frame
@@ -35,14 +36,9 @@ def total_log_prob(probs: Sequence[float]) -> float:
         return float(np.log(p).sum())
 
 
-def branch_compare_figure(original: Sequence[str], original_probs: Sequence[float], branch: Sequence[str],
-                          branch_probs: Sequence[float], *, forced: int | None = None,
-                          title: str = "Original and branch", labels: tuple = ("Original", "Branch"),
-                          show_space: bool = False, height: int | None = None) -> go.Figure:
-    """Rows: original (top) and branch; columns: output steps 1..max(T1, T2). Cell text is the
-    piece, colour its probability; the parting step is framed. `forced`: how many of the branch's
-    pieces were forced (hover says so). ValueError: tokens and probabilities of different
-    lengths, probabilities outside [0, 1], or an empty translation."""
+def _checked_rows(original, original_probs, branch, branch_probs, labels) -> list[tuple]:
+    """[(name, pieces, probabilities)] for the two runs. ValueError: pieces and probabilities of
+    different lengths, probabilities outside [0, 1], an empty translation, or a string of pieces."""
     rows = []
     for name, tokens, probs in ((labels[0], original, original_probs), (labels[1], branch, branch_probs)):
         if isinstance(tokens, str):
@@ -54,6 +50,70 @@ def branch_compare_figure(original: Sequence[str], original_probs: Sequence[floa
         if not tokens:
             raise ValueError(f"{name}: the translation has no pieces")
         rows.append((name, tokens, p))
+    return rows
+
+
+def branch_compare_html(original: Sequence[str], original_probs: Sequence[float], branch: Sequence[str],
+                        branch_probs: Sequence[float], *, forced: int | None = None,
+                        title: str = "Original and branch", labels: tuple = ("Original", "Branch"),
+                        show_space: bool = False) -> str:
+    """The side-by-side as an HTML table (what branch_compare_figure draws, for st.markdown): rows
+    original and branch, one column per output step, each cell the piece on the strip's colours
+    (white: sure, orange: unsure; hover for p), the parting step framed, the branch's forced pieces
+    underlined, each row's total log-probability by its name. A table, not a chart: a click on a
+    candidate drew a new plotly chart in the browser, a third of the click's time
+    (benchmarks/bench_whatif.py). Every piece and label is escaped (HTML and Markdown); one line,
+    so Markdown keeps it one raw HTML block. ValueError as branch_compare_figure."""
+    rows = _checked_rows(original, original_probs, branch, branch_probs, labels)
+    n = max(len(rows[0][1]), len(rows[1][1]))
+    part = parting_step(rows[0][1], rows[1][1])
+    frame = f"box-shadow:0 0 0 2px {PART};"
+    header = "".join(f'<th style="font-weight:normal;color:#666;font-size:0.8em;text-align:center;padding:0 2px;border:none;'
+                     f'{"color:" + PART + ";font-weight:600;" if t == part else ""}">{t + 1}</th>' for t in range(n))
+    body = []
+    for r, (name, tokens, p) in enumerate(rows):
+        cells = []
+        for t in range(n):
+            if t >= len(tokens):
+                cells.append('<td class="aa-piece" style="border:none;padding:0"></td>')
+                continue
+            piece = escape_html(show_piece(tokens[t], show_space=show_space))
+            background, colour = probability_colour(float(p[t]))
+            was_forced = r == 1 and forced is not None and t < forced
+            hover = f"{escape_html(name)} · step {t + 1}{' · forced' if was_forced else ''} · p = {p[t]:.3f}"
+            cells.append(f'<td class="aa-piece" title="{hover}" style="background:{background};color:{colour};'
+                         f'padding:1px 4px;border:none;border-radius:3px;white-space:pre;text-align:center;'
+                         f'{"text-decoration:underline dotted;" if was_forced else ""}'
+                         f'{frame if t == part else ""}">{piece}</td>')
+        label = (f'<th class="aa-row" style="text-align:left;font-weight:normal;white-space:nowrap;padding:0 8px 0 0;'
+                 f'border:none;line-height:1.15">'
+                 f'{escape_html(name)}<br><span style="font-size:0.8em;color:#666">log p = '
+                 f'{total_log_prob(p):.2f}</span></th>')
+        body.append(f"<tr>{label}{''.join(cells)}</tr>")
+    note = f"they part at step {part + 1}" if part < n else "the same pieces"
+    sure, unsure = probability_colour(1.0)[0], probability_colour(0.0)[0]
+    legend = (f'<div style="font-size:0.75em;color:#666;margin-top:2px"><span style="background:{sure};'
+              f'border:1px solid #ccc;padding:0 6px">sure</span> → <span style="background:{unsure};color:#fff;'
+              f'padding:0 6px">unsure</span> (p of each piece; hover for the value) · '
+              f'<span style="{frame}padding:0 4px">framed</span>: where they part · '
+              f'<span style="text-decoration:underline dotted">underlined</span>: forced</div>')
+    return (f'<div class="aa-branch" style="overflow-x:auto;margin:4px 0 6px 0">'
+            f'<div class="aa-branch-title" style="font-size:1.05em;margin-bottom:2px">{escape_html(title)}'
+            f' <span style="color:#666;font-size:0.9em">· {note}</span></div>'
+            f'<table style="border-collapse:separate;border-spacing:2px 3px;border:none;width:auto;font-size:0.9em;'
+            f'margin:0">'
+            f'<tr><th style="border:none"></th>{header}</tr>{"".join(body)}</table>{legend}</div>')
+
+
+def branch_compare_figure(original: Sequence[str], original_probs: Sequence[float], branch: Sequence[str],
+                          branch_probs: Sequence[float], *, forced: int | None = None,
+                          title: str = "Original and branch", labels: tuple = ("Original", "Branch"),
+                          show_space: bool = False, height: int | None = None) -> go.Figure:
+    """Rows: original (top) and branch; columns: output steps 1..max(T1, T2). Cell text is the
+    piece, colour its probability; the parting step is framed. `forced`: how many of the branch's
+    pieces were forced (hover says so). ValueError: tokens and probabilities of different
+    lengths, probabilities outside [0, 1], or an empty translation."""
+    rows = _checked_rows(original, original_probs, branch, branch_probs, labels)
     n = max(len(rows[0][1]), len(rows[1][1]))
     part = parting_step(rows[0][1], rows[1][1])
     z = np.full((2, n), np.nan)                                                  # (2, n)
