@@ -21,6 +21,9 @@ def link(base: str, **params) -> str:
     return f"{base}/?{urlencode(params, quote_via=quote)}"
 
 
+PROJECTOR = (1280, 720)             # a projector's screen: the README's tour and presenter screenshots
+
+
 def opened(browser, url: str, charts: int = 1, viewport=(1440, 1100)):
     """A page on `url` after its first script run, with at least `charts` charts drawn."""
     page = open_page(browser, url, viewport=viewport)
@@ -129,13 +132,14 @@ def luminance(css_colour: str) -> float:
 
 def test_presenter_mode_keys_in_light_and_dark_themes(browser, app_url, tmp_path, screenshots):
     url = link(app_url, view="Decoding steps", present=1, sentence=SENTENCE)
-    page = opened(browser, url, charts=3)
+    page = opened(browser, url, charts=3, viewport=PROJECTOR)          # the README shows it as a projector would
     presenter_round(page, screenshots / "presenter-light.png")
     assert luminance(page.evaluate("getComputedStyle(document.querySelector('.stApp')).backgroundColor")) > 200
     assert page.problems == []
     page.context.close()
     with running_app(tmp_path, ("--theme.base", "dark")) as dark_url:
-        page = opened(browser, link(dark_url, view="Decoding steps", present=1, sentence=SENTENCE), charts=3)
+        page = opened(browser, link(dark_url, view="Decoding steps", present=1, sentence=SENTENCE), charts=3,
+                      viewport=PROJECTOR)
         presenter_round(page, screenshots / "presenter-dark.png")
         assert luminance(page.evaluate("getComputedStyle(document.querySelector('.stApp')).backgroundColor")) < 80
         # charts keep their own light background, so their text stays readable on a dark page
@@ -158,7 +162,7 @@ def view_link(app_url: str, view: str, **extra) -> str:
 
 @pytest.mark.parametrize("view", list(VIEWS))
 def test_tour_screenshot_of_every_view(browser, app_url, view, screenshots):
-    page = opened(browser, view_link(app_url, view), viewport=(1280, 720))                  # a projector's screen
+    page = opened(browser, view_link(app_url, view), viewport=PROJECTOR)                  # a projector's screen
     wait_for_plot(page, "gd.querySelector('.xtick') || gd.querySelector('.point')")
     option = page.locator('[data-testid="stRadio"] label').filter(has_text=re.compile(rf"^\s*{re.escape(view)}\s*$"))
     assert option.locator("input").first.is_checked()
@@ -177,7 +181,7 @@ def test_tour_screenshot_of_every_view(browser, app_url, view, screenshots):
 def test_every_view_keeps_the_picture_first_on_a_projector_and_a_laptop(browser, app_url, view):
     """Presenter mode at 1280x720: the chart fills 60% of the height, no sidebar; and the plain page
     at 1440x900 keeps its 40%."""
-    page = opened(browser, view_link(app_url, view, present=1), viewport=(1280, 720))
+    page = opened(browser, view_link(app_url, view, present=1), viewport=PROJECTOR)
     share = chart_share(page)
     assert share >= 0.60, f"{view}, presenter: the main chart fills {share:.0%} of a 1280x720 window"
     assert not page.locator('[data-testid="stSidebar"]').first.is_visible()
@@ -216,7 +220,7 @@ def test_attribution_view_and_the_norm_switch(browser, app_url):
 def test_the_decoding_popover_opens_on_a_click_and_stays_open_while_used(browser, app_url):
     """Its widgets are drawn only while it is open (one rerun to open it); picking beam search in it
     must leave it open, with the pick in the translation's title."""
-    page = opened(browser, link(app_url, sentence=SENTENCE), viewport=(1280, 720))
+    page = opened(browser, link(app_url, sentence=SENTENCE), viewport=PROJECTOR)
     assert page.get_by_text("Reference translation").count() == 0
     with script_run(page):
         page.get_by_role("button", name="Examples · reference · beam").click()
