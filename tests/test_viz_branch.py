@@ -1,5 +1,5 @@
-"""viz.branch through its figures: the side-by-side of two translations, the what-if tree and the
-contrastive saliency map."""
+"""viz.branch through what it draws: the side-by-side of two translations (HTML), the what-if
+tree and the contrastive saliency map."""
 from __future__ import annotations
 
 import math
@@ -9,53 +9,10 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from viz.branch import (branch_compare_figure, branch_compare_html, branch_tree, contrast_figure, parting_step,
-                        total_log_prob)
+from viz.branch import branch_compare_html, branch_tree, contrast_figure, parting_step, total_log_prob
 
 ORIGINAL = ["▁Ein", "▁Mann", "▁fährt", "</s>"]
 BRANCH = ["▁Ein", "<b>x</b>", "▁Junge", "▁fährt", "</s>"]
-
-
-def figure():
-    return branch_compare_figure(ORIGINAL, [0.9, 0.8, 0.5, 0.99], BRANCH, [0.9, 0.05, 0.7, 0.6, 0.95], forced=2)
-
-
-def test_rows_align_by_step_and_name_their_total_log_probability():
-    fig = figure()
-    go.Figure(fig.to_dict())                                   # valid for a validating rebuild
-    trace = fig.data[0]
-    z = np.array(trace.z, dtype=float)
-    assert z.shape == (2, 5)                                   # two rows, max(T1, T2) columns
-    np.testing.assert_allclose(z[0, :4], [0.9, 0.8, 0.5, 0.99])
-    assert np.isnan(z[0, 4])                                   # the shorter one leaves a blank
-    assert list(trace.text[1]) == ["▁Ein", "&lt;b&gt;x&lt;/b&gt;", "▁Junge", "▁fährt", "&lt;/s&gt;"]   # escaped
-    assert trace.text[0][4] == ""
-    labels = fig.layout.yaxis.ticktext
-    assert f"log p = {math.log(0.9 * 0.8 * 0.5 * 0.99):.2f}" in labels[0]
-    assert f"log p = {math.log(0.9 * 0.05 * 0.7 * 0.6 * 0.95):.2f}" in labels[1]
-    assert "forced" in trace.hovertext[1][1] and "forced" not in trace.hovertext[1][2]
-
-
-def test_the_parting_step_is_framed():
-    fig = figure()
-    (frame,) = fig.layout.shapes
-    assert (frame.x0, frame.x1) == (0.5, 1.5)                  # step 2, index 1
-    assert "they part at step 2" in fig.layout.title.text
-    same = branch_compare_figure(["a", "b"], [0.5, 0.5], ["a", "b"], [0.5, 0.5])
-    assert not same.layout.shapes and "the same pieces" in same.layout.title.text
-    assert parting_step(["a", "b"], ["a", "b", "c"]) == 2
-
-
-def test_bad_inputs_raise_value_errors():
-    with pytest.raises(ValueError, match="3 pieces but 2"):
-        branch_compare_figure(["a", "b", "c"], [0.5, 0.5], ["a"], [0.5])
-    with pytest.raises(ValueError, match="within"):
-        branch_compare_figure(["a"], [1.5], ["a"], [0.5])
-    with pytest.raises(ValueError, match="no pieces"):
-        branch_compare_figure([], [], ["a"], [0.5])
-    with pytest.raises(ValueError, match="not a string"):
-        branch_compare_figure("ab", [0.5, 0.5], ["a"], [0.5])
-    assert total_log_prob([0.5, 0.0]) == -math.inf
 
 
 def test_the_html_table_aligns_steps_escapes_pieces_and_frames_the_parting_step():
@@ -78,10 +35,19 @@ def test_the_html_table_aligns_steps_escapes_pieces_and_frames_the_parting_step(
     # the strip's colours: white for a sure piece, orange for an unsure one
     assert "background:rgb(217,72,1)" not in cells[0][0][0] and "rgb(" in cells[1][1][0]
     assert "the same pieces" in branch_compare_html(["a"], [0.5], ["a"], [0.5])
+    assert parting_step(["a", "b"], ["a", "b", "c"]) == 2       # one extends the other: part where it ends
+
+
+def test_bad_inputs_raise_value_errors():
     with pytest.raises(ValueError, match="3 pieces but 2"):
         branch_compare_html(["a", "b", "c"], [0.5, 0.5], ["a"], [0.5])
+    with pytest.raises(ValueError, match="within"):
+        branch_compare_html(["a"], [1.5], ["a"], [0.5])
     with pytest.raises(ValueError, match="no pieces"):
         branch_compare_html(["a"], [0.5], [], [])
+    with pytest.raises(ValueError, match="not a string"):
+        branch_compare_html("ab", [0.5, 0.5], ["a"], [0.5])
+    assert total_log_prob([0.5, 0.0]) == -math.inf
 
 
 def test_the_tree_finds_each_branchs_parent():

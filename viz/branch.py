@@ -17,7 +17,6 @@ from ._figure import build_figure
 from ._labels import display_tokens, escape_html, show_piece
 from .panels import probability_colour
 
-DOUBT = [[0.0, "rgb(217,72,1)"], [1.0, "rgb(255,255,255)"]]      # p = 0 orange … p = 1 white
 PART = "#7b3294"                                                   # the parting step's frame
 
 
@@ -57,13 +56,13 @@ def branch_compare_html(original: Sequence[str], original_probs: Sequence[float]
                         branch_probs: Sequence[float], *, forced: int | None = None,
                         title: str = "Original and branch", labels: tuple = ("Original", "Branch"),
                         show_space: bool = False) -> str:
-    """The side-by-side as an HTML table (what branch_compare_figure draws, for st.markdown): rows
-    original and branch, one column per output step, each cell the piece on the strip's colours
+    """The side-by-side as an HTML table (for st.markdown): rows original and branch, one column per output step, each cell the piece on the strip's colours
     (white: sure, orange: unsure; hover for p), the parting step framed, the branch's forced pieces
     underlined, each row's total log-probability by its name. A table, not a chart: a click on a
     candidate drew a new plotly chart in the browser, a third of the click's time
     (benchmarks/bench_whatif.py). Every piece and label is escaped (HTML and Markdown); one line,
-    so Markdown keeps it one raw HTML block. ValueError as branch_compare_figure."""
+    so Markdown keeps it one raw HTML block. ValueError: pieces and probabilities of different
+    lengths, probabilities outside [0, 1], an empty translation, or a string of pieces."""
     rows = _checked_rows(original, original_probs, branch, branch_probs, labels)
     n = max(len(rows[0][1]), len(rows[1][1]))
     part = parting_step(rows[0][1], rows[1][1])
@@ -103,47 +102,6 @@ def branch_compare_html(original: Sequence[str], original_probs: Sequence[float]
             f'<table style="border-collapse:separate;border-spacing:2px 3px;border:none;width:auto;font-size:0.9em;'
             f'margin:0">'
             f'<tr><th style="border:none"></th>{header}</tr>{"".join(body)}</table>{legend}</div>')
-
-
-def branch_compare_figure(original: Sequence[str], original_probs: Sequence[float], branch: Sequence[str],
-                          branch_probs: Sequence[float], *, forced: int | None = None,
-                          title: str = "Original and branch", labels: tuple = ("Original", "Branch"),
-                          show_space: bool = False, height: int | None = None) -> go.Figure:
-    """Rows: original (top) and branch; columns: output steps 1..max(T1, T2). Cell text is the
-    piece, colour its probability; the parting step is framed. `forced`: how many of the branch's
-    pieces were forced (hover says so). ValueError: tokens and probabilities of different
-    lengths, probabilities outside [0, 1], or an empty translation."""
-    rows = _checked_rows(original, original_probs, branch, branch_probs, labels)
-    n = max(len(rows[0][1]), len(rows[1][1]))
-    part = parting_step(rows[0][1], rows[1][1])
-    z = np.full((2, n), np.nan)                                                  # (2, n)
-    text = np.full((2, n), "", dtype=object)
-    hover = np.full((2, n), "", dtype=object)
-    row_labels = []
-    for r, (name, tokens, p) in enumerate(rows):
-        shown = display_tokens(tokens, show_space=show_space)
-        z[r, : len(tokens)] = p
-        text[r, : len(tokens)] = shown
-        for t, (piece, q) in enumerate(zip(shown, p)):
-            how = " · forced" if r == 1 and forced is not None and t < forced else ""
-            hover[r, t] = f"{name} · step {t + 1}{how}<br>{piece}<br>p = {q:.3f}"
-        row_labels.append(f"{name}<br>log p = {total_log_prob(p):.2f}")
-    heat = dict(type="heatmap", z=z.tolist(), text=text, texttemplate="%{text}", hovertext=hover,
-                hovertemplate="%{hovertext}<extra></extra>", x=list(range(n)), y=[0, 1], zmin=0.0, zmax=1.0,
-                colorscale=DOUBT, xgap=2, ygap=6, showscale=True,
-                colorbar=dict(title=dict(text="p"), thickness=12, len=0.9))
-    shapes = []
-    if part < n:
-        shapes.append(dict(type="rect", xref="x", yref="y", x0=part - 0.5, x1=part + 0.5, y0=-0.5, y1=1.5,
-                           line=dict(color=PART, width=3), fillcolor="rgba(0,0,0,0)"))
-    note = (f"they part at step {part + 1}" if part < n else "the same pieces")
-    return build_figure([heat], dict(
-        title=figure_title(title, note), plot_bgcolor="white", shapes=shapes,
-        xaxis=dict(title=dict(text="Output step"), tickmode="array", tickvals=list(range(n)),
-                   ticktext=[str(t + 1) for t in range(n)], showgrid=False, zeroline=False),
-        yaxis=dict(tickmode="array", tickvals=[0, 1], ticktext=row_labels, autorange="reversed",
-                   showgrid=False, zeroline=False, automargin=True),
-        height=height or 230, margin=dict(l=10, r=10, t=60, b=40)))
 
 
 def branch_tree(prefixes: Sequence[Sequence[str]]) -> list[tuple[int, int]]:
