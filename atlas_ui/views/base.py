@@ -5,7 +5,6 @@ run on screen and ask the context for more (another sentence, an ablated run, th
 instead of each taking its own mix of arguments."""
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 from typing import Callable
 
@@ -49,9 +48,11 @@ class ViewContext:
         """A second sentence with the same model and decoding, no reference (Masks and Compare)."""
         text, explain = text[:MAX_CHARS], bool(self.display.norm)
         # a translation this process holds needs no spinner (a timer thread and a transient element
-        # per run of every session; Masks asks twice a run), as in main.run_translation
+        # per run of every session; Masks asks twice a run), as attribution() below
         ready = held().get(translation_key(self.model, self.device, text, self.beam, None, (), explain))
-        with contextlib.nullcontext() if ready is not None else st.spinner("Translating the other sentence…"):
+        if isinstance(ready, Result):                 # (a failed explain=True is held under the same key)
+            return ready
+        with st.spinner("Translating the other sentence…"):
             # explain only when True: st.cache_resource keys on the arguments as passed, so an explicit
             # explain=False would cache the same translation a second time
             return translate(self.model, self.device, text, self.beam, None, max_concurrent(),

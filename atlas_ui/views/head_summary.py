@@ -14,7 +14,7 @@ from ..result import kind_statistics
 from .base import View, ViewContext
 from .importance import importance_rows, importance_section, load_importance
 from .shared import focus_on, focus_panel, on_tile_pick
-from .stat_maps import shared_table, statistic_map, statistic_maps
+from .stat_maps import scope_key, shared_table, statistic_map, statistic_maps
 
 SCOPES = ("This sentence", "All examples")
 TABLE_OPEN = "stats_table_open"   # session key: the table of every head is open
@@ -93,8 +93,7 @@ def heads_table(ctx: ViewContext, result, over_examples: bool, importance, frame
     table = shared_table(ctx, over_examples, importance.stamp,
                          lambda: importance_rows(importance, statistics_table(frames)))
     number = st.column_config.NumberColumn(format="%.3f")
-    examples = (tuple(ctx.example_texts()), ctx.beam) if over_examples else ()     # as stat_maps keys it
-    arrow = as_arrow(result, ("statistics_table", examples, importance.stamp), table)
+    arrow = as_arrow(result, ("statistics_table", scope_key(ctx, over_examples), importance.stamp), table)
     st.caption("Sort by clicking a column header; select a row to open that head beside the large map.")
     st.dataframe(arrow, hide_index=True, key="stats_table", on_select=partial(_on_table_pick, "stats_table", table),
                  selection_mode="single-row", column_config={
