@@ -95,9 +95,9 @@ def statistic_figure(df: pd.DataFrame, column: str, title: str = "", *,
                      colorscale=None) -> go.Figure:
     """Layers × heads heatmap of one statistic; clicking a cell reports [layer, head]."""
     z, layers, heads, zmin, zmax, cd, markers = _statistic_grid(df, column)
-    # Small multiples share a third of the page: bare numbers on the axes (titled Layer / Head),
-    # a thin colour bar without a title (the figure's title names the value), and cell values
-    # in a font that stays readable; the hover names everything.
+    # Bare numbers on the axes (titled Layer / Head), a thin colour bar without a title (the
+    # figure's title names the value), and cell values in a font that stays readable; the hover
+    # names everything. (The small multiples under it are statistic_maps_figure.)
     fig = matrix_heatmap(
         z, y_labels=[str(l) for l in layers], x_labels=[str(h) for h in heads],
         y_title="Layer", x_title="Head", zmin=zmin, zmax=zmax,
