@@ -17,8 +17,9 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx  # noqa: E402
 
 if get_script_run_ctx(suppress_warning=True) is None:     # imported by the server: the application
     from atlas_ui.asgi import import_page_modules, page_middleware
-    from atlas_ui.server_process import limit_malloc_arenas
+    from atlas_ui.server_process import limit_malloc_arenas, send_without_delay
     limit_malloc_arenas()           # before any session's thread exists
+    send_without_delay()            # Streamlit's socket is bound, no connection accepted yet
     import_page_modules()
     app = st.App(__file__, middleware=page_middleware())
 else:                                                       # a session's script run: the page

@@ -3,6 +3,7 @@ session thread let a long-lived server's memory creep up with every session it s
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -64,3 +65,48 @@ def test_without_glibc_it_does_nothing(monkeypatch):
     monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
     monkeypatch.setattr(server_process.ctypes.util, "find_library", lambda name: "libSystem.B.dylib")
     assert server_process.limit_malloc_arenas() is False
+
+
+def accepted_nodelay(listener: socket.socket) -> int:
+    with socket.create_connection(listener.getsockname()[:2]):
+        connection, _ = listener.accept()
+        with connection:
+            return connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="found through /proc/self/fd")
+def test_connections_accepted_from_a_socket_bound_like_streamlits_send_without_delay():
+    # socket.socket(family) as Streamlit binds it: protocol 0, so asyncio leaves Nagle on
+    with socket.socket(socket.AF_INET) as listener, socket.socket(socket.AF_INET) as client_only:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        assert listener.proto == 0 and accepted_nodelay(listener) == 0
+        assert listener.fileno() in server_process.listening_tcp_sockets()
+        assert client_only.fileno() not in server_process.listening_tcp_sockets()
+        assert server_process.send_without_delay() >= 1
+        assert accepted_nodelay(listener) == 1
+        assert client_only.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0   # not a listener: untouched
+
+
+# The server's role of app.py (no script run context) on a socket bound by Streamlit's own code,
+# then one connection accepted from it, as uvicorn would.
+SERVER_IMPORT = """
+import runpy, socket, sys
+sys.path.insert(0, {root!r})
+from streamlit.web.server.starlette.starlette_server import _bind_socket
+listener = _bind_socket("127.0.0.1", 0, 8)
+listener.setblocking(True)
+namespace = runpy.run_path({app!r})
+assert "app" in namespace
+with socket.create_connection(listener.getsockname()[:2]):
+    connection, _ = listener.accept()
+    print(connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="found through /proc/self/fd")
+def test_the_server_role_of_app_py_turns_nagle_off_on_streamlits_socket():
+    out = subprocess.run([sys.executable, "-c", SERVER_IMPORT.format(root=str(ROOT), app=str(ROOT / "app.py"))],
+                         capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-1] == "1"
