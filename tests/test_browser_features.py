@@ -194,6 +194,22 @@ def test_every_view_keeps_the_picture_first_on_a_projector_and_a_laptop(browser,
     page.context.close()
 
 
+DRAWN_MARGINS = """() => { const gd = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
+    const given = gd.layout.margin, drawn = gd._fullLayout._size;
+    return ['l', 'r', 'b'].map(side => [side, given[side], Math.round(drawn[side])]); }"""
+
+
+@pytest.mark.parametrize("present", [0, 1])
+def test_the_head_heatmap_is_drawn_in_one_pass(browser, app_url, present):
+    """The margins the figure brings already hold its labels and colour bar: plotly.js's automargin
+    finds nothing to grow, so it does not draw the chart a second time (normal and presenter type)."""
+    page = opened(browser, view_link(app_url, "Heatmap", present=present), viewport=PROJECTOR)
+    for side, given, drawn in page.evaluate(DRAWN_MARGINS):
+        assert drawn == given, f"{side}: the figure gave {given} px, plotly.js needed {drawn} px"
+    assert page.problems == []
+    page.context.close()
+
+
 def test_attribution_view_and_the_norm_switch(browser, app_url):
     """The Attribution view draws the methods for the linked step, its tables, and the norm switch
     in the Heatmap view recolours the head on a 0..max scale named ‖α·f(x)‖."""

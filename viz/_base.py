@@ -7,6 +7,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import html
+import unicodedata
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -129,12 +132,48 @@ def auto_height(rows: int, *, per_row: float = 18.0, base: int = 140,
     return int(np.clip(base + per_row * rows, low, high))
 
 
+# Pixel widths for margins, on the generous side: plotly.js's default font is 0.45-0.55 em per
+# Latin letter in the fonts a browser falls back to, wide (East Asian) characters about 1 em.
+LETTER_EM, WIDE_EM = 0.62, 1.05
+
+
+def text_width(text: str, size: float) -> float:
+    """A generous estimate of `text`'s width in px at font size `size` (HTML entities as one character)."""
+    return size * sum(WIDE_EM if unicodedata.east_asian_width(c) in "WF" else LETTER_EM for c in html.unescape(text))
+
+
+def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar: dict, top: int,
+                   title_size: float = 14, bar_size: float = 12) -> dict:
+    """Margins that already hold the tick labels, axis titles and colour bar of a labelled matrix.
+    The axes keep automargin (a label is never cut), but plotly.js draws a figure a second time
+    whenever the room it measures after the first pass exceeds the margins it was given: with the
+    10 px margins before, every heatmap was drawn twice, a third of its drawing time
+    (runs/automargin_exp.py). x labels stand upright when they do not fit side by side (assumed
+    beyond ~900 px at their widest: a main chart at 1280 px is ~950 px wide). Checked against plotly.js in tests/test_browser_features.py."""
+    room = 2 * title_size + 14                               # the axis title, its standoff, the ticks' gap
+    y_room = max((text_width(label, y_size) for label in y_labels or ()), default=0.0)
+    x_widths = [text_width(label, x_size) for label in x_labels or ()]
+    upright = len(x_widths) * (max(x_widths, default=0.0) + 8) > 900
+    x_room = max(x_widths, default=0.0) if upright else 1.3 * x_size
+    title = colorbar.get("title") or {}
+    ticks = max((text_width(str(text), bar_size) for text in colorbar.get("ticktext") or ()), default=3.3 * bar_size)
+    bar = colorbar.get("thickness", 30) + ticks + 24                     # bar, tick labels, padding
+    if title.get("side", "top") == "top":
+        bar = max(bar, text_width(title.get("text", ""), title_size) + 24)
+    else:
+        bar += 1.5 * (title.get("font") or {}).get("size", title_size)
+    return dict(l=round(y_room + room), r=round(bar), t=top, b=round(x_room + room))
+
+
 def heatmap_trace(z: np.ndarray, *, zmin: float, zmax: float, colorscale, hovertemplate: str,
                   colorbar: dict, **props) -> dict:
     """A heatmap trace dict; gaps (NaN) get no hover."""
     return dict(type="heatmap", z=z, zmin=zmin, zmax=zmax, colorscale=colorscale_value(colorscale),
                 hovertemplate=hovertemplate, hoverongaps=False, colorbar=colorbar,
                 **{k: v for k, v in props.items() if v is not None})
+
+
+MIN_CELL = 6
 
 
 def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: Sequence[str] | None,
@@ -147,17 +186,22 @@ def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: S
     trace = heatmap_trace(
         z, zmin=zmin, zmax=zmax, colorscale=colorscale, customdata=customdata,
         hovertemplate=hovertemplate,
-        colorbar=colorbar if colorbar is not None
-        else dict(title=dict(text=escape_label(colorbar_title))),
+        colorbar=colorbar if colorbar is not None   # at the plot's edge: its room does not grow with the width
+        else dict(title=dict(text=escape_label(colorbar_title)), x=1.0, xpad=14),
         **trace_props)
+    xaxis, yaxis = token_axis(x_labels, x_title), token_axis(y_labels, y_title, reverse=True)
     layout = dict(
         title=figure_title(title, note),
-        xaxis=token_axis(x_labels, x_title),
-        yaxis=token_axis(y_labels, y_title, reverse=True),
-        height=height_value(height) if height is not None else auto_height(z.shape[0]),
-        margin=dict(l=10, r=10, t=60 if (title or note) else 30, b=10),
+        xaxis=xaxis,
+        yaxis=yaxis,
+        margin=matrix_margins(y_labels, x_labels, y_size=yaxis.get("tickfont", {}).get("size", 12),
+                              x_size=xaxis.get("tickfont", {}).get("size", 12), colorbar=trace["colorbar"],
+                              top=60 if (title or note) else 30),
         plot_bgcolor="white",
     )
+    height = height_value(height) if height is not None else auto_height(z.shape[0])
+    # the cells keep at least MIN_CELL px a row (60 px in all: a colour bar with two words) after the margins
+    layout["height"] = max(height, layout["margin"]["t"] + layout["margin"]["b"] + max(60, MIN_CELL * z.shape[0]))
     if annotations:
         layout["annotations"] = list(annotations)
     return build_figure([trace, *extra_traces], layout)

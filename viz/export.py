@@ -11,7 +11,7 @@ import json
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import check_attention
+from ._base import check_attention, matrix_margins
 
 DEFAULT_FILENAME = "attention-atlas"
 
@@ -52,7 +52,23 @@ def presenter_figure(fig: go.Figure, font_size: int = 18) -> go.Figure:
             trace.update(colorbar=bar)
         elif getattr(getattr(trace, "marker", None), "showscale", None):   # a colour-bar carrier
             trace.update(marker=dict(colorbar=bar))
+    refit_margins(big, font_size)
     return big
+
+
+def refit_margins(fig: go.Figure, font_size: int) -> None:
+    """A labelled matrix's margins grown for the larger type (matrix_margins), so plotly.js still
+    draws it in one pass; figures without automargin on labelled axes keep theirs."""
+    layout, margin = fig.layout, fig.layout.margin
+    if not fig.data or fig.data[0].type != "heatmap" or margin.l is None:
+        return
+    if not (layout.xaxis.automargin and layout.yaxis.automargin):
+        return
+    bar = fig.data[0].colorbar.to_plotly_json()
+    fitted = matrix_margins(layout.yaxis.ticktext, layout.xaxis.ticktext, y_size=font_size - 2,
+                            x_size=font_size - 2, colorbar=bar, top=margin.t or 0,
+                            title_size=font_size, bar_size=font_size - 4)
+    fig.update_layout(margin={side: max(fitted[side], getattr(margin, side) or 0) for side in ("l", "r", "b")})
 
 
 def figure_html(fig: go.Figure, *, config: dict | None = None) -> str:
