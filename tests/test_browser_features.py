@@ -199,11 +199,13 @@ DRAWN_MARGINS = """() => { const gd = document.querySelector('[data-testid="stPl
     return ['l', 'r', 'b'].map(side => [side, given[side], Math.round(drawn[side])]); }"""
 
 
-@pytest.mark.parametrize("present", [0, 1])
-def test_the_head_heatmap_is_drawn_in_one_pass(browser, app_url, present):
-    """The margins the figure brings already hold its labels and colour bar: plotly.js's automargin
-    finds nothing to grow, so it does not draw the chart a second time (normal and presenter type)."""
-    page = opened(browser, view_link(app_url, "Heatmap", present=present), viewport=PROJECTOR)
+@pytest.mark.parametrize("view, present", [("Heatmap", 0), ("Heatmap", 1), ("Layer grid", 0), ("Layer grid", 1),
+                                           ("Decoding steps", 0)])
+def test_the_main_chart_is_drawn_in_one_pass(browser, app_url, view, present):
+    """The margins the first chart brings already hold its labels and colour bar: plotly.js's
+    automargin finds nothing to grow, so it does not draw the chart a second time (normal and
+    presenter type; Decoding steps' first chart is the candidates' bars)."""
+    page = opened(browser, view_link(app_url, view, present=present), viewport=PROJECTOR)
     for side, given, drawn in page.evaluate(DRAWN_MARGINS):
         assert drawn == given, f"{side}: the figure gave {given} px, plotly.js needed {drawn} px"
     assert page.problems == []

@@ -1,6 +1,6 @@
 """Margins that already hold a labelled matrix's labels (viz._base.matrix_margins): plotly.js draws
 a figure twice when automargin finds the margins too small. The browser check that plotly.js
-agrees is tests/test_browser_features.py::test_the_head_heatmap_is_drawn_in_one_pass."""
+agrees is tests/test_browser_features.py::test_the_main_chart_is_drawn_in_one_pass."""
 from __future__ import annotations
 
 import numpy as np
@@ -41,3 +41,15 @@ def test_the_heatmap_carries_its_margins_and_presenter_mode_grows_them():
     big = presenter_figure(fig).layout.margin
     assert big.l > margin.l and big.b > margin.b and big.r >= margin.r
     assert fig.layout.margin.l == margin.l                         # the original is not changed
+
+
+def test_the_candidates_bar_and_the_head_grid_bring_margins_for_their_labels():
+    from viz import head_grid_figure, topk_bar_figure
+    short = topk_bar_figure([("▁a", 0.6), ("▁b", 0.4)], chosen="▁a").layout.margin
+    long = topk_bar_figure([("▁Schneemobilfahrerinnen", 0.6), ("▁b", 0.4)], chosen="▁b").layout.margin
+    assert long.l > short.l > 10 and short.b > 30
+    tokens = ["▁Two", "▁dogs", "▁play", "</s>"]
+    grid = head_grid_figure(np.full((8, 4, 4), 0.25), tokens, tokens, layer=0)
+    assert grid.layout.margin.l > 40 and grid.layout.margin.r > 60 and grid.layout.margin.b > 30
+    # the tiles keep their height: the figure grows by what the margins take beyond the old 110 px
+    assert grid.layout.height >= grid.layout.margin.t + grid.layout.margin.b + 120

@@ -142,6 +142,16 @@ def text_width(text: str, size: float) -> float:
     return size * sum(WIDE_EM if unicodedata.east_asian_width(c) in "WF" else LETTER_EM for c in html.unescape(text))
 
 
+def title_room(title_size: float = 14) -> float:
+    """An axis title, its standoff and the tick labels' gap."""
+    return 2 * title_size + 14
+
+
+def label_room(labels, size: float, title_size: float = 14) -> int:
+    """Margin for an axis of tick labels `labels` at `size` px drawn beside the plot, with its title."""
+    return round(max((text_width(label, size) for label in labels or ()), default=0.0) + title_room(title_size))
+
+
 def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar: dict, top: int,
                    title_size: float = 14, bar_size: float = 12) -> dict:
     """Margins that already hold the tick labels, axis titles and colour bar of a labelled matrix.
@@ -150,7 +160,7 @@ def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar
     10 px margins before, every heatmap was drawn twice, a third of its drawing time
     (runs/automargin_exp.py). x labels stand upright when they do not fit side by side (assumed
     beyond ~900 px at their widest: a main chart at 1280 px is ~950 px wide). Checked against plotly.js in tests/test_browser_features.py."""
-    room = 2 * title_size + 14                               # the axis title, its standoff, the ticks' gap
+    room = title_room(title_size)
     y_room = max((text_width(label, y_size) for label in y_labels or ()), default=0.0)
     x_widths = [text_width(label, x_size) for label in x_labels or ()]
     upright = len(x_widths) * (max(x_widths, default=0.0) + 8) > 900

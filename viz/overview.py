@@ -12,10 +12,12 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import (DEFAULT_COLORSCALE, HOVER_TEXT_CELLS, check_attention, check_heads, figure_title, fixed_range,
-                    head_markers, heatmap_trace, point_customdata, tick_font_size, token_axis)
+                    head_markers, heatmap_trace, matrix_margins, point_customdata, tick_font_size, token_axis)
 from ._figure import build_figure
 from ._png import png_data_uri
 from ._labels import display_tokens, escape_label
+
+TILED_MARGINS = 110          # px of a tiled figure's height for its title and axes (top + bottom margins)
 
 
 @dataclass
@@ -117,7 +119,7 @@ def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
                          heads.ravel(), kind_label=kind_label)
     # Height from the grid's aspect at ~1000 px plot width; cells kept square.
     plot_h = float(np.clip(1000 * t.z.shape[0] / max(t.z.shape[1], 1), 120, 900))
-    layout = dict(title=figure_title(title), height=int(plot_h + 110),
+    layout = dict(title=figure_title(title), height=int(plot_h + TILED_MARGINS),
                   margin=dict(l=10, r=10, t=60 if title else 40, b=10),
                   plot_bgcolor="white", clickmode="event+select", hovermode="closest",
                   yaxis=dict(scaleanchor="x", constrain="domain"), xaxis=dict(constrain="domain"))
@@ -231,7 +233,12 @@ def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
                                       values=[r * t.step_q + q for r in range(rows) for q in range(Q)]))
     layout["xaxis"].update(token_axis(k_labels * cols, "Key",
                                       values=[c * t.step_k + k for c in range(cols) for k in range(K)]))
-    layout["yaxis"]["tickfont"] = layout["xaxis"]["tickfont"] = dict(size=tick_font_size(max(Q, K)))
+    size = tick_font_size(max(Q, K))
+    layout["yaxis"]["tickfont"] = layout["xaxis"]["tickfont"] = dict(size=size)
+    data[0]["colorbar"] = {**data[0]["colorbar"], "x": 1.0, "xpad": 14}     # its room does not grow with the width
+    layout["margin"] = matrix_margins(q_labels, k_labels * cols, y_size=size, x_size=size,
+                                      colorbar=data[0]["colorbar"], top=layout["margin"]["t"])
+    layout["height"] += layout["margin"]["t"] + layout["margin"]["b"] - TILED_MARGINS   # the tiles keep their height
     return build_figure(data, layout)
 
 

@@ -6,7 +6,8 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import as_array, as_probabilities, auto_height, check_tokens, figure_title, matrix_heatmap, token_axis
+from ._base import (as_array, as_probabilities, auto_height, check_tokens, figure_title, label_room, matrix_heatmap,
+                    tick_font_size, title_room, token_axis)
 from ._figure import build_figure
 from ._labels import display_tokens, escape_html, show_piece
 
@@ -99,7 +100,10 @@ def topk_bar_figure(top_k: Sequence, chosen=None, title: str = "", *,
                    automargin=True),                  # room for the title below the ticks
         yaxis=token_axis(labels, "Piece", reverse=True),
         height=auto_height(len(items), per_row=26, base=100, low=200, high=600),
-        margin=dict(l=10, r=10, t=50 if title else 20, b=10),
+        # room for the labels and the numbers below: automargin then finds nothing to grow and
+        # plotly.js draws the chart once (viz._base.matrix_margins)
+        margin=dict(l=label_room(labels, tick_font_size(len(labels))), r=24, t=50 if title else 20,
+                    b=round(1.3 * 12 + title_room())),
     ))
 
 
