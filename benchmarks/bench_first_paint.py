@@ -27,6 +27,11 @@ notRunning), noted by the page at the animation frame it first holds. Goal: medi
 when the server's run started and finished as the page saw it, when the chart element appeared
 and when plotly.js drew into it: where the time goes.
 
+The app's server turns Nagle's algorithm off on its connections (atlas_ui/server_process.py); hello,
+a plain Streamlit page, keeps Streamlit's default, where every keep-alive answer's body waits ~40 ms
+for a delayed ACK. That is part of the app's lead over a plain page: with hello given the same fix
+(one run, 2026-11-25) the app was at 1.14-1.20x instead of 1.04-1.13x.
+
 The load average is printed before and after. The app's page costs the browser's main thread
 more than hello's (more elements and script chunks), so a busy machine widens the ratio: compare
 runs taken under similar load. --env NAME=VALUE sets the app server's environment (e.g.

@@ -158,7 +158,7 @@ def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar
     The axes keep automargin (a label is never cut), but plotly.js draws a figure a second time
     whenever the room it measures after the first pass exceeds the margins it was given: with the
     10 px margins before, every heatmap was drawn twice, a third of its drawing time
-    (runs/automargin_exp.py). x labels stand upright when they do not fit side by side (assumed
+    (benchmarks/bench_one_pass.py). x labels stand upright when they do not fit side by side (assumed
     beyond ~900 px at their widest: a main chart at 1280 px is ~950 px wide). Checked against plotly.js in tests/test_browser_features.py."""
     room = title_room(title_size)
     y_room = max((text_width(label, y_size) for label in y_labels or ()), default=0.0)
