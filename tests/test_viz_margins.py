@@ -19,7 +19,8 @@ def test_margins_grow_with_the_longest_label_and_the_colour_bar_title():
     short = matrix_margins(["▁a", "▁b"], ["▁c"], y_size=11, x_size=11, colorbar=bar, top=60)
     long = matrix_margins(["▁a", "▁Schneemobilfahrerinnen"], ["▁c"], y_size=11, x_size=11, colorbar=bar, top=60)
     assert long["l"] - short["l"] >= 20 * 11 * 0.45 and long["b"] == short["b"] and short["t"] == 60
-    titled = matrix_margins(["▁a"], ["▁c"], y_size=11, x_size=11, colorbar={"title": {"text": "weight (rescaled)"}}, top=60)
+    titled = matrix_margins(["▁a"], ["▁c"], y_size=11, x_size=11,
+                            colorbar={"title": {"text": "weight (rescaled)"}}, top=60)
     assert titled["r"] > short["r"]
     words = matrix_margins(["▁a"], ["▁c"], y_size=11, x_size=11,
                            colorbar={"ticktext": ["masked", "may attend"]}, top=60)

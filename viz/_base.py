@@ -158,8 +158,9 @@ def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar
     The axes keep automargin (a label is never cut), but plotly.js draws a figure a second time
     whenever the room it measures after the first pass exceeds the margins it was given: with the
     10 px margins before, every heatmap was drawn twice, a third of its drawing time
-    (benchmarks/bench_one_pass.py). x labels stand upright when they do not fit side by side (assumed
-    beyond ~900 px at their widest: a main chart at 1280 px is ~950 px wide). Checked against plotly.js in tests/test_browser_features.py."""
+    (benchmarks/bench_one_pass.py). x labels get upright room when they would not fit side by side
+    in ~900 px (a main chart in a 1280 px window is ~950 px wide). Checked against plotly.js:
+    tests/test_browser_features.py::test_the_main_chart_is_drawn_in_one_pass."""
     room = title_room(title_size)
     y_room = max((text_width(label, y_size) for label in y_labels or ()), default=0.0)
     x_widths = [text_width(label, x_size) for label in x_labels or ()]
@@ -183,7 +184,7 @@ def heatmap_trace(z: np.ndarray, *, zmin: float, zmax: float, colorscale, hovert
                 **{k: v for k, v in props.items() if v is not None})
 
 
-MIN_CELL = 6
+MIN_CELL = 6                # px per row a matrix keeps once the margins have taken their room
 
 
 def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: Sequence[str] | None,
@@ -210,7 +211,7 @@ def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: S
         plot_bgcolor="white",
     )
     height = height_value(height) if height is not None else auto_height(z.shape[0])
-    # the cells keep at least MIN_CELL px a row (60 px in all: a colour bar with two words) after the margins
+    # at least 60 px of cells in all: a one-row mask's colour bar still holds its two words
     layout["height"] = max(height, layout["margin"]["t"] + layout["margin"]["b"] + max(60, MIN_CELL * z.shape[0]))
     if annotations:
         layout["annotations"] = list(annotations)
