@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import streamlit as st
 
-from viz import PLOTLY_CONFIG, presenter_figure, svg_config
+from viz import MAIN_WIDTH, PLOTLY_CONFIG, presenter_figure, svg_config
 from viz.heatmaps import visible_positions
 from viz.words import merge_attention
 
@@ -60,6 +60,15 @@ def chart(fig, key: str, **kwargs):
     image_format = state.kept("image_format", "png")
     config = PLOTLY_CONFIG if image_format == "png" else svg_config()
     return st.plotly_chart(fig, key=key, config=config, theme=None, width="stretch", **kwargs)
+
+
+COLUMN_GAP = 16                 # px between Streamlit's columns
+
+
+def column_width(weights, index: int) -> float:
+    """The px width of column `index` of st.columns(weights) in a 1280 px window: a chart there is
+    built for it (viz.matrix_heatmap's `width`), so its labels get their room in one pass."""
+    return (MAIN_WIDTH - COLUMN_GAP * (len(weights) - 1)) * weights[index] / sum(weights)
 
 
 def shared_figure(result, key: tuple, build):

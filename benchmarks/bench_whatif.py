@@ -11,7 +11,7 @@ finished it, React committed since, the app root says notRunning), noted at the 
 the page first holds it. The side-by-side table must be on the page after each click. Goal:
 median <= 0.3 s. For scale, the same clock on a plain click of the same page (Next / Prev step). Load average printed before and after (2 shared cores: compare like with like).
 
-Another agent adds the source-swap timing of issue 23 here later.
+The source swap of issue 23 is timed by bench_swap.py.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Margins that already hold a labelled matrix's labels (viz._base.matrix_margins): plotly.js draws
 a figure twice when automargin finds the margins too small. The browser check that plotly.js
-agrees is tests/test_browser_features.py::test_the_main_chart_is_drawn_in_one_pass."""
+agrees is tests/test_browser_features.py::test_every_chart_is_drawn_in_one_pass."""
 from __future__ import annotations
 
 import numpy as np
@@ -54,3 +54,62 @@ def test_the_candidates_bar_and_the_head_grid_bring_margins_for_their_labels():
     assert grid.layout.margin.l > 40 and grid.layout.margin.r > 60 and grid.layout.margin.b > 30
     # the tiles keep their height: the figure grows by what the margins take beyond the old 110 px
     assert grid.layout.height >= grid.layout.margin.t + grid.layout.margin.b + 120
+
+
+def test_x_labels_are_given_the_room_of_the_angle_plotly_will_draw_them_at():
+    """plotly.js's autotickangles: side by side when they fit, 30 degrees while the ticks are at
+    least ~2.2 font sizes apart, else upright; a narrower column can only need more room."""
+    from viz._base import x_label_room
+    labels = [f"▁word{i}" for i in range(17)]
+    flat, tilted, upright = (x_label_room(labels, 11, width) for width in (2000, 500, 150))
+    widest = max(text_width(label, 11) for label in labels)
+    assert flat == 1.3 * 11 and flat < tilted < upright == widest
+    assert tilted == 0.5 * widest + 1.1 * 11 + 4
+    bar = {"title": {"text": "weight"}}
+    wide = matrix_margins(None, labels, y_size=11, x_size=11, colorbar=bar, top=30)
+    narrow = matrix_margins(None, labels, y_size=11, x_size=11, colorbar=bar, top=30, width=362)
+    assert narrow["b"] > wide["b"] and narrow["l"] == wide["l"] and narrow["r"] == wide["r"]
+
+
+def test_a_column_figure_keeps_its_width_for_presenter_mode():
+    tokens = [f"▁word{i}" for i in range(17)]
+    main = attention_heatmap(np.full((17, 17), 1 / 17), tokens, tokens, "t")
+    side = attention_heatmap(np.full((17, 17), 1 / 17), tokens, tokens, "t", width=362)
+    assert side.layout.meta == {"width": 362} and main.layout.meta is None
+    assert side.layout.margin.b > main.layout.margin.b
+    assert presenter_figure(side).layout.margin.b > presenter_figure(main).layout.margin.b
+
+
+def test_unlabelled_axes_get_room_for_their_numbers():
+    from viz import position_similarity_figure
+    fig = position_similarity_figure(np.random.default_rng(0).normal(size=(64, 16)), None, "t")
+    assert fig.layout.margin.l >= 42 + text_width("63", 12)
+
+
+def test_every_figure_with_labels_outside_brings_their_room_and_presenter_mode_grows_it():
+    """Bars, the beam lattice, the strips and side-by-side maps: margins beyond 10 px on the sides
+    their labels and colour bars sit (were 10 px: each drawn twice), scaled up with the type."""
+    from viz import contribution_figure, source_share_figure, swap_map_figure, swap_pieces_figure
+    from viz.ablation import probability_change_figure
+    from viz.beam import beam_tree_figure
+    from viz.diagnosis import diagnosis_figure
+    out, src = ["▁Ein", "▁Hund", "</s>"], ["▁A", "▁dog", "</s>"]
+    figures = {
+        "source share": (source_share_figure([0.9, 0.6, 0.3], out), "lb"),
+        "contributions": (contribution_figure(np.full((3, 3), 0.2), np.full((3, 3), 0.1), out, src,
+                                              ["<s>", "▁Ein", "▁Hund"]), "lrb"),
+        "ablation": (probability_change_figure(out, [0.9, 0.8, 0.7], [0.5, 0.8, 0.9]), "lb"),
+        "diagnosis": (diagnosis_figure([0.1, 0.7, 0.0], out, [0.2, 0.9, 0.0], src), "lb"),
+        "swap maps": (swap_map_figure(np.full((3, 3), 0.3), np.full((3, 3), 0.3), out, out, src,
+                                      ["▁A", "▁cat", "</s>"]), "lrb"),
+        "swap strips": (swap_pieces_figure(src, ["▁A", "▁cat", "</s>"], out, ["▁Eine", "▁Katze", "</s>"],
+                                           [0.9, 0.8, 0.9], [0.9, 0.5, 0.9]), "lr"),
+    }
+    steps = [[(["▁Ein"], -0.1, None, False), (["▁Eine"], -2.0, None, False)],
+             [(["▁Ein", "▁Hund"], -0.2, 0, False), (["▁Eine", "▁Katze"], -2.5, 1, False)]]
+    figures["beam"] = (beam_tree_figure(steps, (1, 0)), "lrb")
+    for name, (fig, sides) in figures.items():
+        margin, big = fig.layout.margin, presenter_figure(fig).layout.margin
+        for side in sides:
+            assert getattr(margin, side) > 24, (name, side, getattr(margin, side))
+            assert getattr(big, side) > getattr(margin, side), (name, side)

@@ -3,7 +3,7 @@
 numpy, pandas and plotly only; never streamlit, torch or `transformer`, so the
 figures can be built and tested anywhere. Rows are queries, columns are keys.
 """
-from ._base import DEFAULT_COLORSCALE, DIVERGING_COLORSCALE, HOVER_TEXT_CELLS
+from ._base import DEFAULT_COLORSCALE, DIVERGING_COLORSCALE, HOVER_TEXT_CELLS, MAIN_WIDTH
 from ._labels import (SPECIAL_PIECES, display_tokens, escape_html, escape_label,
                       is_special)
 from .compare import align_pieces, changed_table, swap_map_figure, swap_pieces_figure
@@ -21,6 +21,7 @@ from .stats import STAT_COLUMNS, average_statistics, head_statistics, rollout, s
 from .words import merge_attention, merge_keys, merge_pieces, word_spans
 
 __all__ = [
+    "MAIN_WIDTH",
     "align_pieces", "swap_pieces_figure", "swap_map_figure", "changed_table",
     "attention_heatmap", "overview_figure",
     "source_share_figure", "contribution_figure", "method_comparison_figure", "method_table", "overview_selection", "head_grid_figure",

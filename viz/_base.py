@@ -152,28 +152,69 @@ def label_room(labels, size: float, title_size: float = 14) -> int:
     return round(max((text_width(label, size) for label in labels or ()), default=0.0) + title_room(title_size))
 
 
-def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar: dict, top: int,
-                   title_size: float = 14, bar_size: float = 12) -> dict:
+# px a view's main chart gets in a 1280x720 window; a chart in a column gets its share of it
+# (atlas_ui.common.column_width)
+MAIN_WIDTH = 1120
+
+
+def x_label_room(labels, size: float, plot_width: float) -> float:
+    """Height of a row of x tick labels as plotly.js will draw them in `plot_width` px: side by side
+    when they fit, else tilted 30 degrees when the ticks are at least 2.2 font sizes apart, else
+    upright (its autotickangles rule). Widths are overestimated, so a close call gets more room."""
+    widths = [text_width(label, size) for label in labels or ()]
+    if not widths:
+        return 0.0
+    widest, spacing = max(widths), max(plot_width, 1.0) / len(widths)
+    if widest + 10 <= spacing:
+        return 1.3 * size
+    if spacing >= 2.2 * size:
+        return 0.5 * widest + 1.1 * size + 4
+    return widest
+
+
+def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar: dict | None, top: int,
+                   title_size: float = 14, bar_size: float = 12, width: float = MAIN_WIDTH,
+                   y_title: bool = True, x_title: bool = True) -> dict:
     """Margins that already hold the tick labels, axis titles and colour bar of a labelled matrix.
     The axes keep automargin (a label is never cut), but plotly.js draws a figure a second time
     whenever the room it measures after the first pass exceeds the margins it was given: with the
     10 px margins before, every heatmap was drawn twice, a third of its drawing time
-    (benchmarks/bench_one_pass.py). x labels get upright room when they would not fit side by side
-    in ~900 px (a main chart in a 1280 px window is ~950 px wide). Checked against plotly.js:
-    tests/test_browser_features.py::test_the_main_chart_is_drawn_in_one_pass."""
+    (benchmarks/bench_one_pass.py). `width` is the figure's width in a 1280 px window (a side
+    column's is less): the x labels' angle depends on it. `colorbar=None`: the figure has none;
+    `y_title`/`x_title` False: that axis has no title. Numeric axes pass their widest tick text.
+    Checked against plotly.js: tests/test_browser_features.py::test_every_chart_is_drawn_in_one_pass."""
     room = title_room(title_size)
     y_room = max((text_width(label, y_size) for label in y_labels or ()), default=0.0)
-    x_widths = [text_width(label, x_size) for label in x_labels or ()]
-    upright = len(x_widths) * (max(x_widths, default=0.0) + 8) > 900
-    x_room = max(x_widths, default=0.0) if upright else 1.3 * x_size
-    title = colorbar.get("title") or {}
-    ticks = max((text_width(str(text), bar_size) for text in colorbar.get("ticktext") or ()), default=3.3 * bar_size)
-    bar = colorbar.get("thickness", 30) + ticks + 24                     # bar, tick labels, padding
-    if title.get("side", "top") == "top":
-        bar = max(bar, text_width(title.get("text", ""), title_size) + 24)
+    if colorbar is None:
+        bar = 24
     else:
-        bar += 1.5 * (title.get("font") or {}).get("size", title_size)
-    return dict(l=round(y_room + room), r=round(bar), t=top, b=round(x_room + room))
+        title = colorbar.get("title") or {}
+        ticks = max((text_width(str(text), bar_size) for text in colorbar.get("ticktext") or ()),
+                    default=3.6 * bar_size)
+        bar = colorbar.get("thickness", 30) + ticks + 28                     # bar, tick labels, padding
+        if title.get("side", "top") == "top":
+            bar = max(bar, text_width(title.get("text", ""), title_size) + 24)
+        else:
+            bar += 1.5 * (title.get("font") or {}).get("size", title_size)
+    gap = 10                                                   # between the tick labels and the plot
+    left = y_room + (room if y_title else gap)
+    x_room = x_label_room(x_labels, x_size, width - left - bar)
+    bottom = (x_room or 1.3 * x_size) + (room if x_title else gap)
+    return dict(l=round(left), r=round(bar), t=top, b=round(bottom))
+
+
+def side_by_side_margins(y_axis: dict, x_axes: Sequence[tuple[dict, float]], colorbar: dict | None, *,
+                         top: int, width: float = MAIN_WIDTH) -> dict:
+    """matrix_margins for maps side by side on one row: the left map's y labels, the colour bar, and
+    the bottom room of the x axis (given with its share of the plot's width) that needs the most."""
+    def size(axis: dict) -> float:
+        return (axis.get("tickfont") or {}).get("size", 12)
+    margin = matrix_margins(y_axis.get("ticktext"), None, y_size=size(y_axis), x_size=12, colorbar=colorbar,
+                            top=top, width=width)
+    plot_width = width - margin["l"] - margin["r"]
+    margin["b"] = round(max((x_label_room(axis.get("ticktext"), size(axis), share * plot_width) or 1.3 * size(axis))
+                            for axis, share in x_axes) + title_room())
+    return margin
 
 
 def heatmap_trace(z: np.ndarray, *, zmin: float, zmax: float, colorscale, hovertemplate: str,
@@ -192,8 +233,9 @@ def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: S
                    hovertemplate: str, customdata=None, title: str = "", note: str = "",
                    colorbar: dict | None = None, colorbar_title: str = "",
                    height: int | None = None, annotations: Sequence[dict] = (),
-                   extra_traces: Sequence[dict] = (), **trace_props) -> go.Figure:
-    """One heatmap trace, row 0 at the top, tokens as tick text on integer axes."""
+                   extra_traces: Sequence[dict] = (), width: float = MAIN_WIDTH, **trace_props) -> go.Figure:
+    """One heatmap trace, row 0 at the top, tokens as tick text on integer axes. `width`: the
+    figure's width in a 1280 px window, kept in layout.meta for presenter mode's margins."""
     trace = heatmap_trace(
         z, zmin=zmin, zmax=zmax, colorscale=colorscale, customdata=customdata,
         hovertemplate=hovertemplate,
@@ -205,11 +247,16 @@ def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: S
         title=figure_title(title, note),
         xaxis=xaxis,
         yaxis=yaxis,
-        margin=matrix_margins(y_labels, x_labels, y_size=yaxis.get("tickfont", {}).get("size", 12),
+        # unlabelled axes get plotly.js's own numbers, at most as wide as the last index
+        margin=matrix_margins(y_labels if y_labels is not None else [str(z.shape[0] - 1)],
+                              x_labels if x_labels is not None else [str(z.shape[-1] - 1)],
+                              y_size=yaxis.get("tickfont", {}).get("size", 12),
                               x_size=xaxis.get("tickfont", {}).get("size", 12), colorbar=trace["colorbar"],
-                              top=60 if (title or note) else 30),
+                              top=60 if (title or note) else 30, width=width),
         plot_bgcolor="white",
     )
+    if width != MAIN_WIDTH:
+        layout["meta"] = {"width": width}
     height = height_value(height) if height is not None else auto_height(z.shape[0])
     # at least 60 px of cells in all: a one-row mask's colour bar still holds its two words
     layout["height"] = max(height, layout["margin"]["t"] + layout["margin"]["b"] + max(60, MIN_CELL * z.shape[0]))

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import as_probabilities, figure_title, token_axis
+from ._base import as_probabilities, figure_title, matrix_margins, token_axis
 from ._figure import build_figure, height_value, plain
 from ._labels import display_tokens, escape_html, show_piece
 
@@ -125,7 +125,9 @@ def probability_change_figure(pieces: Sequence[str], before, after, *, title: st
                     zeroline=True, zerolinecolor="#999999", showgrid=True, gridcolor="#eeeeee",
                     automargin=True),
         height=height_value(height) if height is not None else 460,
-        margin=dict(l=10, r=10, t=70 if title else 40, b=10),
+        # room for the labels from the start: plotly.js draws the figure once
+        margin=matrix_margins([f"−{m:.2f}"], labels, y_size=12, x_size=xaxis["tickfont"]["size"], colorbar=None,
+                              top=70 if title else 40),
     ))
 
 

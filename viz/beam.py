@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import DEFAULT_COLORSCALE, auto_height, color_range, figure_title, point_customdata, token_axis
+from ._base import (DEFAULT_COLORSCALE, auto_height, color_range, figure_title, matrix_margins, point_customdata,
+                    token_axis)
 from ._figure import build_figure, colorscale_value, height_value
 from ._labels import display_tokens
 
@@ -120,6 +121,7 @@ def beam_tree_figure(history: Sequence, final=None, *, title: str = "Beam search
     lo, hi = color_range(scores[finite], normalize=True)
     colour = np.where(finite, scores, lo)                 # -inf drawn as the lowest score
     highlight = [(t, i) in on_path for t, i, _ in nodes]
+    bar = dict(title=dict(text="score"), x=1.0, xpad=14)       # at the plot's edge, as the heatmaps'
     edges = dict(type="scatter", x=ex, y=ey, mode="lines", name="edges", showlegend=False,
                  hoverinfo="skip", line=dict(color=EDGE, width=1.5))
     path = dict(type="scatter", x=[t + 1 for t, _ in route], y=[i for _, i in route],
@@ -132,18 +134,20 @@ def beam_tree_figure(history: Sequence, final=None, *, title: str = "Beam search
         hovertemplate="%{hovertext}<extra></extra>",
         marker=dict(color=colour.tolist(), cmin=lo, cmax=hi,
                     colorscale=colorscale_value(DEFAULT_COLORSCALE), showscale=True,
-                    colorbar=dict(title=dict(text="score")),
+                    colorbar=bar,
                     size=[18 if on else 12 for on in highlight],
                     symbol=["diamond" if h.finished else "circle" for _, _, h in nodes],
                     line=dict(color=[PATH if on else "white" for on in highlight],
                               width=[3 if on else 1 for on in highlight])))
     rows = max(len(step) for step in steps)
+    x_labels, y_labels = [f"step {t + 1}" for t in range(len(steps))], [str(i) for i in range(rows)]
     layout = dict(
-        title=figure_title(title), plot_bgcolor="white", clickmode="event+select",
-        hovermode="closest", margin=dict(l=10, r=10, t=60 if title else 30, b=10),
-        xaxis=token_axis([f"step {t + 1}" for t in range(len(steps))], "Decoding step",
-                         values=list(range(1, len(steps) + 1))),
-        yaxis=token_axis([str(i) for i in range(rows)], "Hypothesis", reverse=True),
+        title=figure_title(title), plot_bgcolor="white", clickmode="event+select", hovermode="closest",
+        # drawn in one pass: the labels' and the colour bar's room is there from the start
+        margin=matrix_margins(y_labels, x_labels, y_size=11, x_size=11, top=60 if title else 30,
+                              colorbar={**bar, "ticktext": [f"{lo:.2f}", f"{hi:.2f}"]}),
+        xaxis=token_axis(x_labels, "Decoding step", values=list(range(1, len(steps) + 1))),
+        yaxis=token_axis(y_labels, "Hypothesis", reverse=True),
         height=height_value(height) if height is not None
         else auto_height(rows, per_row=50, base=160, low=300, high=900))
     return build_figure([edges, path, node], layout)

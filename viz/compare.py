@@ -14,7 +14,8 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import DEFAULT_COLORSCALE, as_array, as_probabilities, check_tokens, figure_title, heatmap_trace, token_axis
+from ._base import (DEFAULT_COLORSCALE, as_array, as_probabilities, check_tokens, figure_title, heatmap_trace,
+                    matrix_margins, side_by_side_margins, token_axis)
 from ._figure import build_figure
 from ._labels import display_tokens
 
@@ -96,7 +97,8 @@ def swap_pieces_figure(source_a, source_b, output_a, output_b, probs_a, probs_b,
         heatmap_trace(z_out, zmin=0.0, zmax=1.0, colorscale=DEFAULT_COLORSCALE, text=text_out,
                       texttemplate="%{text}<br>%{z:.2f}", textfont=dict(size=12), hovertemplate="%{y} output: %{text}<br>p = %{z:.3f}"
                                                                           "<extra></extra>",
-                      colorbar=dict(title=dict(text="p"), len=0.6, y=0.3), xaxis="x2", yaxis="y2", xgap=2,
+                      colorbar=(bar := dict(title=dict(text="p"), len=0.6, y=0.3, x=1.0, xpad=14)),
+                      xaxis="x2", yaxis="y2", xgap=2,
                       ygap=2, y=rows, name="output"),
     ]
     hidden = dict(showticklabels=False, showgrid=False, zeroline=False)
@@ -107,7 +109,7 @@ def swap_pieces_figure(source_a, source_b, output_a, output_b, probs_a, probs_b,
         xaxis2={**hidden, "domain": [0, 1], "anchor": "y2"},
         yaxis2=dict(domain=[0.0, 0.6], autorange="reversed", title=dict(text="output · p"), automargin=True),
         shapes=_outline(output_columns, 0, "2"), height=height or 330, plot_bgcolor="white",
-        margin=dict(l=10, r=10, t=60, b=10))
+        margin=matrix_margins(rows, None, y_size=12, x_size=12, colorbar=bar, top=60, x_title=False))
     return build_figure(traces, layout)
 
 
@@ -139,7 +141,7 @@ def swap_map_figure(values_a, values_b, output_a, output_b, source_a, source_b,
         traces.append(heatmap_trace(z, zmin=0.0, zmax=top, colorscale=DEFAULT_COLORSCALE, customdata=cd,
                                     hovertemplate=f"{name}: output %{{customdata[0]}}<br>source %{{customdata[1]}}"
                                                   f"<br>{value_title} %{{z:.3f}}<extra></extra>",
-                                    colorbar=dict(title=dict(text=value_title)), showscale=side == 1,
+                                    colorbar=dict(title=dict(text=value_title), x=1.0, xpad=14), showscale=side == 1,
                                     xaxis=f"x{axis}", yaxis=f"y{axis}", name=name))
         layout[f"xaxis{axis}"] = {**token_axis(cols, f"{name} source"), "domain": domain,
                                   **({"anchor": "y2"} if axis else {})}
@@ -149,11 +151,13 @@ def swap_map_figure(values_a, values_b, output_a, output_b, source_a, source_b,
                         y1=len(out) - 0.5, line=dict(color=EDIT_COLOR, width=3)) for j in edited]
         shapes += [dict(type="rect", xref=f"x{axis}", yref=f"y{axis}", x0=-0.5, x1=len(src) - 0.5, y0=i - 0.5,
                         y1=i + 0.5, line=dict(color=CHANGE_COLOR, width=2, dash="dot")) for i in changed]
+    # margins that hold both maps' labels and the colour bar: plotly.js draws the figure once
+    margin = side_by_side_margins(layout["yaxis"], [(layout["xaxis"], 0.46), (layout["xaxis2"], 0.46)],
+                                  traces[1]["colorbar"], top=34)
     rows = max(len(out_a), len(out_b))
     legend = " · ✎ orange: edited source · ≠ red: changed output"        # one title line: the map starts higher
     layout.update(title={**figure_title(title + legend), "font": dict(size=14)}, shapes=shapes,
-                  plot_bgcolor="white", height=height or int(np.clip(200 + 24 * rows, 380, 900)),
-                  margin=dict(l=10, r=10, t=34, b=10))
+                  plot_bgcolor="white", height=height or int(np.clip(200 + 24 * rows, 380, 900)), margin=margin)
     return build_figure(traces, layout)
 
 

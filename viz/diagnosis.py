@@ -10,7 +10,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import as_array, as_probabilities, figure_title, point_customdata, token_axis
+from ._base import (as_array, as_probabilities, figure_title, matrix_margins, point_customdata, tick_font_size,
+                    token_axis)
 from ._figure import build_figure
 from ._labels import display_tokens, escape_html, escape_label, is_special, show_piece
 from .panels import UNSUPPORTED
@@ -107,7 +108,10 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
         top -= size + gap + (0.06 if lastof and part == OUTPUT else 0.0)
     link_axes(layout, panels)
     layout.update(title=figure_title(title), height=height or 120 + 95 * n, plot_bgcolor="white", annotations=names,
-                  margin=dict(l=10, r=10, t=50 if title else 20, b=10), bargap=0.25, clickmode="event+select",
+                  # the numbers' and the source pieces' room from the start: plotly.js draws the figure once
+                  margin=matrix_margins(["−0.00"], labels[SOURCE], y_size=12, x_size=tick_font_size(len(sources)),
+                                        colorbar=None, top=50 if title else 20, y_title=False),
+                  bargap=0.25, clickmode="event+select",
                   dragmode=False)
     return build_figure(traces, layout)
 

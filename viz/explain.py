@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import (DEFAULT_COLORSCALE, as_array, as_probabilities, auto_height, check_tokens, figure_title,
-                    heatmap_trace, matrix_heatmap, token_axis)
+                    heatmap_trace, matrix_heatmap, matrix_margins, side_by_side_margins, tick_font_size, token_axis)
 from ._figure import build_figure
 from ._labels import display_tokens
 from .heatmaps import pair_customdata
@@ -52,7 +52,9 @@ def source_share_figure(source_share, output_tokens, title: str = "Source vs pre
                   # automargin: the tick numbers get the room they need instead of being cut to ".8"
                   yaxis=dict(title=dict(text="share"), range=[0.0, 1.0], showgrid=True, tickvals=[0, 0.5, 1],
                              ticktext=["0", "½", "1"], automargin=True),
-                  height=height or 360, margin=dict(l=10, r=10, t=60 if title else 30, b=10),
+                  height=height or 360,      # room for the labels from the start: plotly.js draws it once
+                  margin=matrix_margins(["½"], labels, y_size=12, x_size=tick_font_size(len(labels)), colorbar=None,
+                                        top=60 if title else 30),
                   legend=dict(orientation="h", y=1.02, x=1.0, xanchor="right", yanchor="bottom"),
                   plot_bgcolor="white")
     return build_figure(bars, layout)
@@ -78,15 +80,17 @@ def contribution_figure(source_contribution, prefix_contribution, output_tokens,
             customdata=pair_customdata(row_names, [f"{j} {lab}" for j, lab in enumerate(labels)]),
             hovertemplate=f"Output %{{customdata[0]}}<br>{part} %{{customdata[1]}}"
                           "<br>contribution %{z:.4f}<extra></extra>",
-            colorbar=dict(title=dict(text="contribution")), showscale=axis == "2",
+            colorbar=dict(title=dict(text="contribution"), x=1.0, xpad=14), showscale=axis == "2",
             xaxis=f"x{axis}", yaxis="y", name=part))
     src_axis = token_axis(display_tokens(src, show_space=show_space), "Source piece")
     tgt_axis = token_axis(display_tokens(tgt, show_space=show_space), "Prefix piece (fed)")
     layout = dict(title=figure_title(title), xaxis={**src_axis, "domain": [0.0, 0.47]},
                   xaxis2={**tgt_axis, "domain": [0.53, 1.0], "anchor": "y"},
                   yaxis=token_axis(rows, "Output piece", reverse=True),
-                  height=height or auto_height(len(out)), margin=dict(l=10, r=10, t=60 if title else 30, b=10),
-                  plot_bgcolor="white")
+                  height=height or auto_height(len(out)), plot_bgcolor="white")
+    # room for both maps' labels and the colour bar from the start: plotly.js draws the figure once
+    layout["margin"] = side_by_side_margins(layout["yaxis"], [(src_axis, 0.47), (tgt_axis, 0.47)],
+                                            traces[1]["colorbar"], top=60 if title else 30)
     return build_figure(traces, layout)
 
 

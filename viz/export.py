@@ -11,7 +11,7 @@ import json
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import check_attention, matrix_margins
+from ._base import MAIN_WIDTH, check_attention, matrix_margins
 
 DEFAULT_FILENAME = "attention-atlas"
 
@@ -57,18 +57,23 @@ def presenter_figure(fig: go.Figure, font_size: int = 18) -> go.Figure:
 
 
 def refit_margins(fig: go.Figure, font_size: int) -> None:
-    """A labelled matrix's margins grown for the larger type (matrix_margins), so plotly.js still
-    draws it in one pass; figures without automargin on labelled axes keep theirs."""
+    """Margins grown for the larger type, so plotly.js still draws the figure in one pass: a labelled
+    matrix's recomputed (matrix_margins), any other figure's tick-label room scaled with its font
+    (tick labels 11-12 px before)."""
     layout, margin = fig.layout, fig.layout.margin
-    if not fig.data or fig.data[0].type != "heatmap" or margin.l is None:
+    if margin.l is None:
         return
-    if not (layout.xaxis.automargin and layout.yaxis.automargin):
-        return
-    bar = fig.data[0].colorbar.to_plotly_json()
-    fitted = matrix_margins(layout.yaxis.ticktext, layout.xaxis.ticktext, y_size=font_size - 2,
-                            x_size=font_size - 2, colorbar=bar, top=margin.t or 0,
-                            title_size=font_size, bar_size=font_size - 4)
-    fig.update_layout(margin={side: max(fitted[side], getattr(margin, side) or 0) for side in ("l", "r", "b")})
+    old = {side: getattr(margin, side) or 0 for side in ("l", "r", "b")}
+    labelled = layout.xaxis.ticktext is not None and layout.yaxis.ticktext is not None
+    if fig.data and fig.data[0].type == "heatmap" and labelled and layout.xaxis.automargin and layout.yaxis.automargin:
+        width = layout.meta.get("width", MAIN_WIDTH) if isinstance(layout.meta, dict) else MAIN_WIDTH
+        fitted = matrix_margins(layout.yaxis.ticktext, layout.xaxis.ticktext, y_size=font_size - 2,
+                                x_size=font_size - 2, colorbar=fig.data[0].colorbar.to_plotly_json(),
+                                top=margin.t or 0, title_size=font_size, bar_size=font_size - 4, width=width)
+    else:                   # 10 px stays 10 px: a figure that keeps its labels inside asks for nothing
+        scale = (font_size - 2) / 11.5
+        fitted = {side: 10 + (px - 10) * scale if px > 10 else px for side, px in old.items()}
+    fig.update_layout(margin={side: round(max(fitted[side], old[side])) for side in old})
 
 
 def figure_html(fig: go.Figure, *, config: dict | None = None) -> str:

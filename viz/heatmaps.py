@@ -6,7 +6,8 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import DEFAULT_COLORSCALE, auto_height, check_attention, color_range, fixed_range, matrix_heatmap
+from ._base import (DEFAULT_COLORSCALE, MAIN_WIDTH, auto_height, check_attention, color_range, fixed_range,
+                    matrix_heatmap)
 from ._labels import STRUCTURAL_PIECES, display_tokens, escape_label
 
 HIDDEN_NOTE = "special tokens hidden: rows may not sum to 1"
@@ -30,7 +31,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, title: str = "", *,
                       hide_special: bool = False, colorscale=None,
                       query_title: str = "Query", key_title: str = "Key",
                       height: int | None = None, zmax: float | None = None,
-                      value_title: str = "weight") -> go.Figure:
+                      value_title: str = "weight", width: float = MAIN_WIDTH) -> go.Figure:
     """Heatmap of one head's weights (Q, K); row 0 (the first query) at the top.
 
     `normalize=False` fixes the colour scale to 0..1 so heads compare at a glance.
@@ -40,6 +41,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, title: str = "", *,
     the remaining sub-matrix and its rows need not sum to 1 (the title says so).
     `zmax` sets a fixed 0..zmax colour scale for values that are not probabilities (e.g. the
     norm-weighted ‖α·f(x)‖ of a whole kind); `value_title` names the value in hover and colour bar.
+    `width`: the figure's width in a 1280 px window when it sits in a column (matrix_heatmap).
     """
     w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=2)   # (Q, K)
     rows, cols = visible_positions(query, hide_special), visible_positions(key, hide_special)
@@ -58,7 +60,7 @@ def attention_heatmap(weights, query_tokens, key_tokens, title: str = "", *,
         colorbar_title=f"{value_title} (rescaled)" if normalize else value_title,
         hovertemplate="Query %{customdata[0]}<br>Key %{customdata[1]}"
                       f"<br>{escape_label(value_title)} %{{z:.4f}}<extra></extra>",
-        height=height if height is not None else auto_height(len(rows)),
+        height=height if height is not None else auto_height(len(rows)), width=width,
         annotations=[] if z.size else [dict(text="nothing left to show", showarrow=False,
                                             xref="paper", yref="paper", x=0.5, y=0.5)],
     )

@@ -6,8 +6,8 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import (as_array, as_probabilities, auto_height, check_tokens, figure_title, label_room, matrix_heatmap,
-                    tick_font_size, title_room, token_axis)
+from ._base import (MAIN_WIDTH, as_array, as_probabilities, auto_height, check_tokens, figure_title, label_room,
+                    matrix_heatmap, tick_font_size, title_room, token_axis)
 from ._figure import build_figure
 from ._labels import display_tokens, escape_html, show_piece
 
@@ -27,19 +27,19 @@ def as_mask(mask, name: str = "mask") -> np.ndarray:
 
 
 def binary_heatmap(mask: np.ndarray, *, y_labels, x_labels, y_title: str, x_title: str,
-                   title: str, hover: str) -> go.Figure:
-    """Two-colour heatmap of a bool matrix: z is 0/1 ints, 1 = may attend."""
+                   title: str, hover: str, width: float = MAIN_WIDTH) -> go.Figure:
+    """Two-colour heatmap of a bool matrix: z is 0/1 ints, 1 = may attend. `width`: see matrix_heatmap."""
     z = mask.astype(np.int8)
     return matrix_heatmap(z, y_labels=y_labels, x_labels=x_labels, y_title=y_title,
                           x_title=x_title, zmin=0, zmax=1, colorscale=MASK_COLORSCALE,
                           hovertemplate=hover, title=title, xgap=1, ygap=1,
-                          colorbar=dict(title={}, tickmode="array", tickvals=[0.25, 0.75],
+                          colorbar=dict(title={}, tickmode="array", tickvals=[0.25, 0.75], x=1.0, xpad=14,
                                         ticktext=["masked", "may attend"]),
-                          height=auto_height(z.shape[0], low=160))
+                          height=auto_height(z.shape[0], low=160), width=width)
 
 
 def mask_figure(mask, query_tokens, key_tokens, title: str = "", *,
-                show_space: bool = False) -> go.Figure:
+                show_space: bool = False, width: float = MAIN_WIDTH) -> go.Figure:
     """A (Q, K) attention mask (True = may attend), or a (K,) padding mask as 1 × K.
 
     For a 1-D mask `query_tokens` is ignored (may be None): the row is "any query".
@@ -55,7 +55,7 @@ def mask_figure(mask, query_tokens, key_tokens, title: str = "", *,
     query, key = check_tokens(arr.shape, query_tokens, key_tokens, "mask")
     y_labels = y_labels or display_tokens(query, show_space=show_space)
     return binary_heatmap(arr, y_labels=y_labels, x_labels=display_tokens(key, show_space=show_space),
-                          y_title="Query", x_title="Key", title=title,
+                          y_title="Query", x_title="Key", title=title, width=width,
                           hover="Query %{y}<br>Key %{x}<br>may attend: %{z}<extra></extra>")
 
 

@@ -131,7 +131,7 @@ def statistic_maps_figure(df: pd.DataFrame, columns, *, per_row: int = 2, colors
     plot_px = rows * map_px + (rows - 1) * gap_px
     gap_x, gap_y, bar = 0.08, gap_px / plot_px, 0.045                  # bar: the colour bar's share
     width, height = (1.0 - gap_x * (cols - 1)) / cols, map_px / plot_px
-    data, layout, titles = [], dict(plot_bgcolor="white", margin=dict(l=10, r=10, t=34, b=48)), []
+    data, layout, titles = [], dict(plot_bgcolor="white", margin=dict(l=10, r=24, t=34, b=48)), []
     for i, column in enumerate(columns):
         z, layers, heads, zmin, zmax, cd, markers = _statistic_grid(df, column)
         row, col = divmod(i, cols)

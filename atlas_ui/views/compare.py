@@ -13,7 +13,8 @@ from viz.words import word_spans
 
 from .. import state
 from ..backend_compare import pair_runs, swapped_text, word_neighbours
-from ..common import as_arrow, chart, escape_md, n_heads, n_layers, norm_caption, norm_switch, shared_figure
+from ..common import (as_arrow, chart, column_width, escape_md, n_heads, n_layers, norm_caption, norm_switch,
+                      shared_figure)
 from ..settings import KIND_LABELS, KINDS, MAX_CHARS, MAX_COMPARE_HEADS, max_concurrent
 from .base import View, ViewContext
 from .shared import head_heatmap
@@ -198,11 +199,12 @@ def heads_mode(ctx: ViewContext):
                               ["encoder_self:0:0", f"cross:{last}:0"], MAX_COMPARE_HEADS,
                               format_func=_pick_label)
     figures = []
-    for index, (column, pick) in enumerate(zip(st.columns(max(1, len(picks))), picks)):
+    shares = [1] * max(1, len(picks))
+    for index, (column, pick) in enumerate(zip(st.columns(shares), picks)):
         kind, layer, head = pick.split(":")
         with column:
             figures.append(head_heatmap(result, display, kind, int(layer), int(head), f"compare_head_{index}",
-                                        height=480))
+                                        height=480, width=column_width(shares, index)))
     norm_caption(norm, figures[0] if figures else None, display.normalize)
     return figures[0] if figures else None
 

@@ -8,8 +8,8 @@ import streamlit as st
 
 from viz import attention_heatmap, merge_keys, topk_bar_figure
 
-from ..common import (chart, escape_md, heat_height, n_heads, norm_caption, norm_switch, pick_cross_head,
-                      shared_figure, step_nav, value_options)
+from ..common import (chart, column_width, escape_md, heat_height, n_heads, norm_caption, norm_switch,
+                      pick_cross_head, shared_figure, step_nav, value_options)
 from .. import branch
 from .contributions import step_explanations
 from .base import View, ViewContext
@@ -37,7 +37,7 @@ def render(ctx: ViewContext):
     with controls:
         layer, head, all_heads = pick_cross_head(result, "All heads of the layer", "step_all_heads")
     norm = norm_switch(display, weights)
-    left, right = charts.columns([2, 3])
+    left, right = charts.columns(shares := [2, 3])
     with left:
         candidates = [piece for piece, _ in top_k] + ([] if token in {p for p, _ in top_k} else [token])
         chart(shared_figure(result, ("step_topk", t, display.show_space, display.presenter), lambda: candidates_figure(
@@ -57,7 +57,8 @@ def render(ctx: ViewContext):
         cross, source = merge_keys(cross, source)
         self_att, prefix = merge_keys(self_att, prefix)
     options = dict(normalize=display.normalize, show_space=display.show_space,
-                   hide_special=display.hide_special, query_title=row_title, height=heat_height(len(rows), 220))
+                   hide_special=display.hide_special, query_title=row_title, height=heat_height(len(rows), 220),
+                   width=column_width(shares, 1))
     scales = {kind: widened_scale(value_options(result, display, kind), part)
               for kind, part in (("cross", cross), ("decoder_self", self_att))}
     what = " · norm-weighted" if norm else ""

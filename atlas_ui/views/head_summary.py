@@ -9,7 +9,7 @@ import streamlit as st
 from viz.stats import STAT_COLUMNS, STAT_TITLES
 
 from .. import state
-from ..common import as_arrow, chart, n_heads, n_layers, pick_kind
+from ..common import as_arrow, chart, column_width, n_heads, n_layers, pick_kind
 from ..result import kind_statistics
 from .base import View, ViewContext
 from .importance import importance_rows, importance_section, load_importance
@@ -62,14 +62,14 @@ def render(ctx: ViewContext):
     with kind_column:
         kind = pick_kind()
     # the chosen statistic large, and the head a click opens right beside it (not below the fold)
-    big, beside = st.columns([1, 1])
+    big, beside = st.columns(halves := [1, 1])
     with big:
         main = statistic_map(ctx, frames, scope != SCOPES[0], kind, statistic, MAIN_HEIGHT)
         key = f"stat_{kind}_{statistic}"
         chart(main, key, on_select=partial(on_tile_pick, key, n_layers(result, kind), n_heads(result)),
               selection_mode="points")
     with beside:
-        focus_panel(result, display, kind, "stats_focus", height=MAIN_HEIGHT - 60)
+        focus_panel(result, display, kind, "stats_focus", height=MAIN_HEIGHT - 60, width=column_width(halves, 1))
     # the other statistics as small multiples in one chart (one element, not one per statistic)
     others = tuple(column for column in STAT_COLUMNS if column != statistic)
     key = f"stat_maps_{kind}_{statistic}"

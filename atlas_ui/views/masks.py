@@ -6,7 +6,7 @@ import streamlit as st
 from transformer.masks import causal_mask, decoder_mask, padding_mask
 from viz import batch_padding_figure, mask_figure
 
-from ..common import chart, escape_md, shared_figure
+from ..common import chart, column_width, escape_md, shared_figure
 from ..settings import FALLBACK_EXAMPLES
 from .base import View, ViewContext
 
@@ -38,7 +38,8 @@ def render(ctx: ViewContext):
     batch = [("this sentence", result)] + [(f"example {i + 1}", ctx.translate_other(sentence))
                                            for i, sentence in enumerate(sentences)]
     S, T = len(result.source_tokens), len(result.output_tokens)
-    columns = st.columns(3)
+    columns = st.columns(thirds := [1, 1, 1])
+    width = column_width(thirds, 0)
     # every map depends on the runs only: built once per process for an audience on the link
     def tall(fig):                    # the view's picture: tall enough to read each cell
         return fig.update_layout(height=max(fig.layout.height or 0, MASK_HEIGHT))
@@ -46,11 +47,12 @@ def render(ctx: ViewContext):
     # (set while building: a shared figure is never changed after, other sessions are reading it)
     figures = [
         ("padding", shared_figure(result, ("mask_padding",), lambda: mask_figure(
-            result.source_padding, None, result.source_tokens, "Source padding mask"))),
+            result.source_padding, None, result.source_tokens, "Source padding mask", width=width))),
         ("causal", shared_figure(result, ("mask_causal",), lambda: tall(mask_figure(
-            causal_mask(T), result.output_tokens, result.target_tokens, "Causal mask")))),
+            causal_mask(T), result.output_tokens, result.target_tokens, "Causal mask", width=width)))),
         ("combined", shared_figure(result, ("mask_combined",), lambda: tall(mask_figure(
-            decoder_mask([T], T)[0], result.output_tokens, result.target_tokens, "Combined decoder mask")))),
+            decoder_mask([T], T)[0], result.output_tokens, result.target_tokens, "Combined decoder mask",
+            width=width)))),
     ]
     for column, (name, fig) in zip(columns, figures):
         with column:
@@ -73,11 +75,12 @@ def render(ctx: ViewContext):
                + ". The decoder masks below use each translation's length.")
     combined = decoder_mask(target_lengths, T_max)
     positions = [str(i) for i in range(T_max)]
-    columns = st.columns(len(batch))
+    columns = st.columns(shares := [1] * len(batch))
     for index, (column, label) in enumerate(zip(columns, labels)):
         with column:
             chart(shared_figure(result, ("mask_batch_decoder", label, tuple(target_lengths)), lambda: mask_figure(
-                combined[index], positions, positions, f"{label}: {target_lengths[index]} of {T_max} real")),
+                combined[index], positions, positions, f"{label}: {target_lengths[index]} of {T_max} real",
+                width=column_width(shares, index))),
                   f"mask_batch_decoder_{index}")
     st.markdown(MASK_TEXT["combined"])
     return figures[2][1]

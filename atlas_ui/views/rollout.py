@@ -7,7 +7,7 @@ import streamlit as st
 
 from viz import attention_heatmap, merge_attention, rollout
 
-from ..common import chart, head_title, heat_height, shared_figure
+from ..common import chart, column_width, head_title, heat_height, shared_figure
 from .base import View, ViewContext
 
 
@@ -15,7 +15,7 @@ def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
     # both maps are built once per process for every session showing this run and display
     fig = shared_figure(result, ("rollout", display), partial(rollout_figures, result, display, 0))
-    columns = st.columns(2)
+    columns = st.columns([1, 1])
     with columns[0]:
         chart(fig, "rollout")
     with columns[1]:
@@ -37,8 +37,8 @@ def rollout_figures(result, display, which: int):
         matrix, queries, keys = merge_attention(matrix, tokens, tokens)
     else:
         queries = keys = tokens
-    options = dict(normalize=display.normalize, show_space=display.show_space,
-                   hide_special=display.hide_special, height=heat_height(len(queries)))
+    options = dict(normalize=display.normalize, show_space=display.show_space, hide_special=display.hide_special,
+                   height=heat_height(len(queries)), width=column_width([1, 1], which))      # side by side
     title = f"Attention rollout through {layers} encoder layers" if which == 0 else head_title(
         "encoder_self", layers - 1, None)
     return attention_heatmap(matrix, queries, keys, title, **options)

@@ -6,16 +6,17 @@ from functools import partial
 
 import streamlit as st
 
-from viz import attention_heatmap, overview_selection
+from viz import MAIN_WIDTH, attention_heatmap, overview_selection
 
 from .. import state
 from ..common import (chart, head_title, heat_height, n_heads, n_layers, pick_head, pick_layer, shared_figure,
                       shows_norm, value_options, weights_for)
 
 
-def head_heatmap(result, display, kind, layer, head, key, height=None):
+def head_heatmap(result, display, kind, layer, head, key, height=None, width=MAIN_WIDTH):
     """One head (or the mean over heads when head is None) as a large heatmap: its weights, or its
-    norm-weighted values when the display asks for them and the run has them."""
+    norm-weighted values when the display asks for them and the run has them. `width`: its column's
+    (common.column_width), when it is not the main one."""
     norm = shows_norm(result, display)
 
     def build():
@@ -24,10 +25,10 @@ def head_heatmap(result, display, kind, layer, head, key, height=None):
         title = head_title(kind, layer, head) + (" · norm-weighted" if norm else "")
         return attention_heatmap(matrix, queries, keys, title, normalize=display.normalize,
                                  show_space=display.show_space, hide_special=display.hide_special,
-                                 height=height or heat_height(len(queries)),
+                                 height=height or heat_height(len(queries)), width=width,
                                  **value_options(result, display, kind, weights))
 
-    fig = shared_figure(result, ("head", kind, layer, head, display, height), build)
+    fig = shared_figure(result, ("head", kind, layer, head, display, height, width), build)
     chart(fig, key)
     return fig
 
@@ -40,7 +41,8 @@ def clickable_tiles(fig, chart_key: str, result, display, kind: str, fixed_layer
     focus_panel(result, display, kind, f"{chart_key}_focus", fixed_layer)
 
 
-def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = None, height: int | None = None):
+def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = None, height: int | None = None,
+                width: float = MAIN_WIDTH):
     """The head a click opened, large, with layer/head selectors and an undo button."""
     columns = st.columns([2, 2, 1])
     with columns[0]:
@@ -48,7 +50,7 @@ def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = 
     with columns[1]:
         head = pick_head(result)
     undo_focus_button(columns[2])
-    return head_heatmap(result, display, kind, layer, head, key, height=height)
+    return head_heatmap(result, display, kind, layer, head, key, height=height, width=width)
 
 
 FOCUS_HISTORY = "_focus_history"     # (layer, head) before each click on a tile, newest last
