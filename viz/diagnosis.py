@@ -97,7 +97,7 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
         if name.endswith("score"):
             layout[f"yaxis{axis}"] = dict(range=[0, 1], tickvals=[0, threshold, 1], automargin=True)
         else:
-            layout[f"yaxis{axis}"] = dict(automargin=True, zeroline=True, zerolinecolor="#999", nticks=4)
+            layout[f"yaxis{axis}"] = dict(automargin=True, zeroline=True, zerolinecolor="#999", nticks=3)
         layout[f"yaxis{axis}"].update(domain=[max(top - size, 0.0), top], showgrid=True, gridcolor="#eeeeee")
         # the panel's name above it, not as an axis title: short panels would stack turned titles
         names.append(dict(text=f"<b>{escape_label(name)}</b>", xref="paper", yref="paper", x=0.0, y=top,
