@@ -5,6 +5,7 @@ import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -17,6 +18,9 @@ from .language import check as check_language
 from .masks import causal_mask
 from .model import BOS_ID, EOS_ID, PAD_ID, Transformer
 from .tokenizer import Tokenizer
+
+if TYPE_CHECKING:                     # the annotation only: explain.py imports torch-heavy helpers lazily
+    from .explain import Explanation
 
 
 def default_device() -> torch.device:
