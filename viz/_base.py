@@ -152,6 +152,10 @@ def label_room(labels, size: float, title_size: float = 14) -> int:
     return round(max((text_width(label, size) for label in labels or ()), default=0.0) + title_room(title_size))
 
 
+# A colour bar at the plot's right edge: its room is then the same at every width, which
+# matrix_margins' estimate of the right margin assumes (plotly.js's default x=1.02 grows with it).
+COLORBAR_AT_EDGE = dict(x=1.0, xpad=14)
+
 # px a view's main chart gets in a 1280x720 window; a chart in a column gets its share of it
 # (atlas_ui.common.column_width)
 MAIN_WIDTH = 1120
@@ -239,8 +243,8 @@ def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: S
     trace = heatmap_trace(
         z, zmin=zmin, zmax=zmax, colorscale=colorscale, customdata=customdata,
         hovertemplate=hovertemplate,
-        colorbar=colorbar if colorbar is not None   # at the plot's edge: its room does not grow with the width
-        else dict(title=dict(text=escape_label(colorbar_title)), x=1.0, xpad=14),
+        colorbar=colorbar if colorbar is not None
+        else dict(title=dict(text=escape_label(colorbar_title)), **COLORBAR_AT_EDGE),
         **trace_props)
     xaxis, yaxis = token_axis(x_labels, x_title), token_axis(y_labels, y_title, reverse=True)
     layout = dict(

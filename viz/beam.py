@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import (DEFAULT_COLORSCALE, auto_height, color_range, figure_title, matrix_margins, point_customdata,
-                    token_axis)
+from ._base import (COLORBAR_AT_EDGE, DEFAULT_COLORSCALE, auto_height, color_range, figure_title, matrix_margins,
+                    point_customdata, token_axis)
 from ._figure import build_figure, colorscale_value, height_value
 from ._labels import display_tokens
 
@@ -121,7 +121,7 @@ def beam_tree_figure(history: Sequence, final=None, *, title: str = "Beam search
     lo, hi = color_range(scores[finite], normalize=True)
     colour = np.where(finite, scores, lo)                 # -inf drawn as the lowest score
     highlight = [(t, i) in on_path for t, i, _ in nodes]
-    bar = dict(title=dict(text="score"), x=1.0, xpad=14)       # at the plot's edge, as the heatmaps'
+    bar = dict(title=dict(text="score"), **COLORBAR_AT_EDGE)
     edges = dict(type="scatter", x=ex, y=ey, mode="lines", name="edges", showlegend=False,
                  hoverinfo="skip", line=dict(color=EDGE, width=1.5))
     path = dict(type="scatter", x=[t + 1 for t, _ in route], y=[i for _, i in route],

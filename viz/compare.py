@@ -14,8 +14,8 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import (DEFAULT_COLORSCALE, as_array, as_probabilities, check_tokens, figure_title, heatmap_trace,
-                    matrix_margins, side_by_side_margins, token_axis)
+from ._base import (COLORBAR_AT_EDGE, DEFAULT_COLORSCALE, as_array, as_probabilities, check_tokens, figure_title,
+                    heatmap_trace, matrix_margins, side_by_side_margins, token_axis)
 from ._figure import build_figure
 from ._labels import display_tokens
 
@@ -88,6 +88,7 @@ def swap_pieces_figure(source_a, source_b, output_a, output_b, probs_a, probs_b,
     z_src, text_src = _strip(source_columns, src_a, src_b, *marks, show_space)
     z_out, text_out = _strip(output_columns, out_a, out_b, p_a, p_b, show_space)
     rows = ["original", "edited"]
+    bar = dict(title=dict(text="p"), len=0.6, y=0.3, **COLORBAR_AT_EDGE)
     traces = [
         heatmap_trace(z_src, zmin=0.0, zmax=1.0, colorscale=[[0, SAME_COLOR], [1, EDIT_COLOR]],
                       hovertemplate="%{y} source: %{text}<extra></extra>", colorbar={}, showscale=False,
@@ -97,9 +98,7 @@ def swap_pieces_figure(source_a, source_b, output_a, output_b, probs_a, probs_b,
         heatmap_trace(z_out, zmin=0.0, zmax=1.0, colorscale=DEFAULT_COLORSCALE, text=text_out,
                       texttemplate="%{text}<br>%{z:.2f}", textfont=dict(size=12), hovertemplate="%{y} output: %{text}<br>p = %{z:.3f}"
                                                                           "<extra></extra>",
-                      colorbar=(bar := dict(title=dict(text="p"), len=0.6, y=0.3, x=1.0, xpad=14)),
-                      xaxis="x2", yaxis="y2", xgap=2,
-                      ygap=2, y=rows, name="output"),
+                      colorbar=bar, xaxis="x2", yaxis="y2", xgap=2, ygap=2, y=rows, name="output"),
     ]
     hidden = dict(showticklabels=False, showgrid=False, zeroline=False)
     layout = dict(
@@ -141,7 +140,8 @@ def swap_map_figure(values_a, values_b, output_a, output_b, source_a, source_b,
         traces.append(heatmap_trace(z, zmin=0.0, zmax=top, colorscale=DEFAULT_COLORSCALE, customdata=cd,
                                     hovertemplate=f"{name}: output %{{customdata[0]}}<br>source %{{customdata[1]}}"
                                                   f"<br>{value_title} %{{z:.3f}}<extra></extra>",
-                                    colorbar=dict(title=dict(text=value_title), x=1.0, xpad=14), showscale=side == 1,
+                                    colorbar=dict(title=dict(text=value_title), **COLORBAR_AT_EDGE),
+                                    showscale=side == 1,
                                     xaxis=f"x{axis}", yaxis=f"y{axis}", name=name))
         layout[f"xaxis{axis}"] = {**token_axis(cols, f"{name} source"), "domain": domain,
                                   **({"anchor": "y2"} if axis else {})}

@@ -8,8 +8,9 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import (DEFAULT_COLORSCALE, as_array, as_probabilities, auto_height, check_tokens, figure_title,
-                    heatmap_trace, matrix_heatmap, matrix_margins, side_by_side_margins, tick_font_size, token_axis)
+from ._base import (COLORBAR_AT_EDGE, DEFAULT_COLORSCALE, as_array, as_probabilities, auto_height, check_tokens,
+                    figure_title, heatmap_trace, matrix_heatmap, matrix_margins, side_by_side_margins, tick_font_size,
+                    token_axis)
 from ._figure import build_figure
 from ._labels import display_tokens
 from .heatmaps import pair_customdata
@@ -80,7 +81,7 @@ def contribution_figure(source_contribution, prefix_contribution, output_tokens,
             customdata=pair_customdata(row_names, [f"{j} {lab}" for j, lab in enumerate(labels)]),
             hovertemplate=f"Output %{{customdata[0]}}<br>{part} %{{customdata[1]}}"
                           "<br>contribution %{z:.4f}<extra></extra>",
-            colorbar=dict(title=dict(text="contribution"), x=1.0, xpad=14), showscale=axis == "2",
+            colorbar=dict(title=dict(text="contribution"), **COLORBAR_AT_EDGE), showscale=axis == "2",
             xaxis=f"x{axis}", yaxis="y", name=part))
     src_axis = token_axis(display_tokens(src, show_space=show_space), "Source piece")
     tgt_axis = token_axis(display_tokens(tgt, show_space=show_space), "Prefix piece (fed)")

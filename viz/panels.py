@@ -6,8 +6,8 @@ from typing import Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import (MAIN_WIDTH, as_array, as_probabilities, auto_height, check_tokens, figure_title, label_room,
-                    matrix_heatmap, tick_font_size, title_room, token_axis)
+from ._base import (COLORBAR_AT_EDGE, MAIN_WIDTH, as_array, as_probabilities, auto_height, check_tokens, figure_title,
+                    label_room, matrix_heatmap, tick_font_size, title_room, token_axis)
 from ._figure import build_figure
 from ._labels import display_tokens, escape_html, show_piece
 
@@ -33,8 +33,8 @@ def binary_heatmap(mask: np.ndarray, *, y_labels, x_labels, y_title: str, x_titl
     return matrix_heatmap(z, y_labels=y_labels, x_labels=x_labels, y_title=y_title,
                           x_title=x_title, zmin=0, zmax=1, colorscale=MASK_COLORSCALE,
                           hovertemplate=hover, title=title, xgap=1, ygap=1,
-                          colorbar=dict(title={}, tickmode="array", tickvals=[0.25, 0.75], x=1.0, xpad=14,
-                                        ticktext=["masked", "may attend"]),
+                          colorbar=dict(title={}, tickmode="array", tickvals=[0.25, 0.75],
+                                        ticktext=["masked", "may attend"], **COLORBAR_AT_EDGE),
                           height=auto_height(z.shape[0], low=160), width=width)
 
 

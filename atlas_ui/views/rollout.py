@@ -10,12 +10,14 @@ from viz import attention_heatmap, merge_attention, rollout
 from ..common import chart, column_width, head_title, heat_height, shared_figure
 from .base import View, ViewContext
 
+SIDE_BY_SIDE = [1, 1]            # the rollout map, then the last layer's mean attention
+
 
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
     # both maps are built once per process for every session showing this run and display
     fig = shared_figure(result, ("rollout", display), partial(rollout_figures, result, display, 0))
-    columns = st.columns([1, 1])
+    columns = st.columns(SIDE_BY_SIDE)
     with columns[0]:
         chart(fig, "rollout")
     with columns[1]:
@@ -38,7 +40,7 @@ def rollout_figures(result, display, which: int):
     else:
         queries = keys = tokens
     options = dict(normalize=display.normalize, show_space=display.show_space, hide_special=display.hide_special,
-                   height=heat_height(len(queries)), width=column_width([1, 1], which))      # side by side
+                   height=heat_height(len(queries)), width=column_width(SIDE_BY_SIDE, which))
     title = f"Attention rollout through {layers} encoder layers" if which == 0 else head_title(
         "encoder_self", layers - 1, None)
     return attention_heatmap(matrix, queries, keys, title, **options)
