@@ -113,3 +113,14 @@ def test_every_figure_with_labels_outside_brings_their_room_and_presenter_mode_g
         for side in sides:
             assert getattr(margin, side) > 24, (name, side, getattr(margin, side))
             assert getattr(big, side) > getattr(margin, side), (name, side)
+
+
+def test_the_candidates_note_is_a_second_escaped_line_with_its_own_room():
+    """Presenter mode says what was chosen under the title, not after it: one long line was cut
+    off in the narrow column of Decoding steps."""
+    from viz import topk_bar_figure
+    plain = topk_bar_figure([("▁a", 0.6), ("<b>", 0.4)], chosen="▁a", title="Top 2 candidates at step 1")
+    noted = topk_bar_figure([("▁a", 0.6), ("<b>", 0.4)], chosen="▁a", title="Top 2 candidates at step 1",
+                            note="chose <b> (p = 0.400)")
+    assert noted.layout.title.text == "Top 2 candidates at step 1<br><sup>chose &lt;b&gt; (p = 0.400)</sup>"
+    assert noted.layout.margin.t > plain.layout.margin.t

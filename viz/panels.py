@@ -73,11 +73,12 @@ def batch_padding_figure(mask, row_labels, key_labels=None, title: str = "") -> 
 
 
 def topk_bar_figure(top_k: Sequence, chosen=None, title: str = "", *,
-                    show_space: bool = False) -> go.Figure:
+                    show_space: bool = False, note: str = "") -> go.Figure:
     """Horizontal bars of the next-token distribution, best on top, chosen in orange.
 
     `chosen` is a piece, or (piece, prob) so a forced piece outside the top k is
-    still drawn (as an extra bar at the bottom).
+    still drawn (as an extra bar at the bottom). `note`: a second, smaller title line (a
+    narrow column cuts one long line).
     """
     items = [(str(p), float(q)) for p, q in top_k]
     chosen_piece, chosen_prob = (chosen if isinstance(chosen, (tuple, list)) else (chosen, None))
@@ -94,7 +95,7 @@ def topk_bar_figure(top_k: Sequence, chosen=None, title: str = "", *,
         textposition="auto", cliponaxis=False,
         hovertemplate="%{customdata}<br>p = %{x:.4f}<extra></extra>")
     return build_figure([bar], dict(
-        title=figure_title(title), showlegend=False, plot_bgcolor="white",
+        title=figure_title(title, note), showlegend=False, plot_bgcolor="white",
         xaxis=dict(title=dict(text="Probability"), range=[0, 1], tickformat=".1f",
                    tickvals=[0, 0.2, 0.4, 0.6, 0.8, 1.0], showgrid=True, gridcolor="#eeeeee",
                    automargin=True),                  # room for the title below the ticks
@@ -102,7 +103,7 @@ def topk_bar_figure(top_k: Sequence, chosen=None, title: str = "", *,
         height=auto_height(len(items), per_row=26, base=100, low=200, high=600),
         # room for the labels and the numbers below: automargin then finds nothing to grow and
         # plotly.js draws the chart once (viz._base.matrix_margins)
-        margin=dict(l=label_room(labels, tick_font_size(len(labels))), r=24, t=50 if title else 20,
+        margin=dict(l=label_room(labels, tick_font_size(len(labels))), r=24, t=66 if note else 50 if title else 20,
                     b=round(1.3 * 12 + title_room())),
     ))
 

@@ -78,9 +78,9 @@ def render(ctx: ViewContext):
 
 def candidates_figure(top_k, token: str, prob: float, t: int, display):
     """The step's top-k bars; taller in presenter mode (60% of a 900-px window), where its title
-    also says what was chosen (the step's text line is left out there)."""
-    fig = topk_bar_figure(top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}"
-                          + (f" · chose {token} (p = {prob:.3f})" if display.presenter else ""),
+    also says, on a line of its own, what was chosen (the step's text line is left out there)."""
+    fig = topk_bar_figure(top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}",
+                          note=f"chose {token} (p = {prob:.3f})" if display.presenter else "",
                           show_space=display.show_space)
     return fig.update_layout(height=max(fig.layout.height or 0, 560 if display.presenter else 380))
 
