@@ -28,6 +28,9 @@ from .warm import holds, model_key, translation_key
 LOG = logging.getLogger("atlas_ui")
 # Constants only (no user text). The picture first: less padding and smaller gaps above the chart,
 # and the view picker on one line (smaller labels, no radio circles' extra room).
+# Streamlit pulls a markdown element up by 1rem to cancel its last paragraph's margin; our HTML
+# blocks (the translation strip, the source strip, the what-if table) end in a div, which has none,
+# so without the last rule their last line ran under the next element.
 COMPACT_CSS = """<style>
 [data-testid='stMainBlockContainer']{padding-top:3.6rem;padding-bottom:2rem}
 [data-testid='stMain'] [data-testid='stVerticalBlock']{gap:0.55rem}
@@ -36,6 +39,7 @@ COMPACT_CSS = """<style>
 .st-key-translation [data-testid='stText']{font-size:1.05rem}
 .st-key-step [data-testid='stSliderThumbValue'],.st-key-step [data-testid='stSliderTickBarMin'],
 .st-key-step [data-testid='stSliderTickBarMax']{display:none}
+[data-testid='stMarkdownContainer']:has(> div:last-child){margin-bottom:0}
 </style>"""
 EMPTY_PROMPT = "Type a sentence above, or pick an example, to see its attention."
 

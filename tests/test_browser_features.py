@@ -215,6 +215,24 @@ def test_every_chart_is_drawn_in_one_pass(browser, app_url, view):
     page.context.close()
 
 
+# Each HTML block of ours (translation strip, source strip, what-if table): how far its content
+# runs below the element Streamlit lays out for it (the next element starts there).
+HTML_OVERRUN = """() => Array.from(document.querySelectorAll('.aa-tokens, .aa-sources, .aa-branch')).map(block => {
+    const element = block.closest('[data-testid="stElementContainer"]');
+    return Math.round(block.getBoundingClientRect().bottom - element.getBoundingClientRect().bottom); })"""
+
+
+@pytest.mark.parametrize("present", [0, 1])
+def test_the_translation_strip_does_not_run_under_the_next_element(browser, app_url, present):
+    """Streamlit pulls a markdown element up by 1rem (its last paragraph's margin); the strip ends
+    in a div, so its last line ran 16-19 px under the view picker (main.COMPACT_CSS undoes it)."""
+    page = opened(browser, view_link(app_url, "Decoding steps", present=present), viewport=PROJECTOR)
+    overruns = page.evaluate(HTML_OVERRUN)
+    assert overruns and max(overruns) <= 0, overruns
+    assert page.problems == []
+    page.context.close()
+
+
 def test_attribution_view_and_the_norm_switch(browser, app_url):
     """The Attribution view draws the methods for the linked step, its tables, and the norm switch
     in the Heatmap view recolours the head on a 0..max scale named ‖α·f(x)‖."""
