@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from . import branch, state
+from . import branch, sentences, state
 from .backend import ExplainFailed, configure_torch, get_translator, translate, translate_explained
 from .backend_diagnosis import PageDiagnosis
 from .backend_explain import explain_unavailable
@@ -18,7 +18,7 @@ from .hub_policy import HubPolicy, HubRefused, open_hub, read_policy, resolved
 from .landing import land
 from .inputs import input_area, language_note, language_picker, show_status, sidebar
 from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
-                       REAL_MODEL_HINT, extra_models, max_concurrent, models_dir, torch_threads)
+                       extra_models, max_concurrent, models_dir, real_model_hint, torch_threads)
 from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
 from .views import URL_FIELDS, VIEWS, ViewContext
 from .views.contributions import source_share_bar
@@ -108,7 +108,7 @@ def pick_view(bar) -> str:
 
 
 def show_translation(result, target_lang: str, display: Display, current: int | None = None,
-                     diagnosis=None, beam: int = 1):
+                     diagnosis=None, beam: int = 1, whole: str | None = None):
     """The translation in a keyed container (class st-key-translation), so the page can be read
     by what it shows rather than by position. Returns what marks the strip once a new run's
     diagnosis is in (views/diagnosis.py translation_strip), or None."""
@@ -123,7 +123,7 @@ def show_translation(result, target_lang: str, display: Display, current: int | 
                                                        "less sure; hover a piece for its value.")
         # st.text, not st.code: st.code loads a 1.5 MB syntax highlighter on every new tab, which
         # delayed the first chart by 0.7-1.3 s (benchmarks/bench_first_paint.py)
-        text.text(result.text or " ")
+        text.text(whole or result.text or " ")        # whole: every sentence's translation (sentences.py)
         return translation_strip(diagnosis, result, display.show_space, current)   # + what looks wrong (issue 22)
 
 
@@ -173,7 +173,8 @@ def model_note(translator, result) -> None:
         st.info(f"The model gave its pieces a mean probability of {result.mean_prob():.2f}: this sentence is "
                 "probably outside what it knows. It was trained on Multi30k image captions only (describe a "
                 "scene: people, animals, places). For any other text open a real model, e.g. "
-                f"{REAL_MODEL_HINT} (Model → Hugging Face hub id, online).")
+                f"{real_model_hint(translator.source_lang, translator.target_lang)} (Model → Hugging Face hub id, "
+                "online).")
 
 
 def chosen_model(models: dict, model: str, hub_text: str, policy: HubPolicy) -> tuple[str, str]:
@@ -233,6 +234,7 @@ def page() -> None:
         picker = None
         text, reference, beam = input_area(examples, source_lang, target_lang)
     view = state.kept("view", next(iter(VIEWS)))
+    parts = sentences.split_input(text, reference, state.kept(sentences.SENTENCE_KEY))   # the views: one sentence
     try:
         if translator is None:
             return
@@ -241,8 +243,10 @@ def page() -> None:
         explain = wants_norm or (shown is not None and shown.needs_explain)   # explain=False costs nothing
         unavailable = explain_unavailable(translator) if explain else None
         explain = explain and not unavailable
-        result = run_translation(ref, device, text, reference, beam, translator.config.max_source_len, explain)
-        result = branch.shown(result, ref, device, text, reference, beam, explain)   # original or what-if
+        sentences.notices(text, reference, parts)
+        result = run_translation(ref, device, parts.sentence, parts.reference, beam, translator.config.max_source_len,
+                                 explain)
+        result = branch.shown(result, ref, device, parts.sentence, parts.reference, beam, explain)   # or what-if
         if result is not None:
             if explain and not result.explained:
                 unavailable = "Norm-weighted values and contributions could not be computed for this sentence."
@@ -253,13 +257,15 @@ def page() -> None:
             language_note(translator, text, models, model)
             step = state.kept("step", 0) if shown is not None and shown.steps else None
             diagnosis = guarded(PageDiagnosis, ref, device, result, view)     # a new run's: after the view
+            whole = " ".join(sentences.translations(ref, device, parts, beam, result)) if parts.several else None
+            sentences.sentence_picker(parts)
             mark_strip = show_translation(result, target_lang, display, step if isinstance(step, int) and
-                                          0 <= step < len(result.output_tokens) else None, diagnosis, beam)
+                                          0 <= step < len(result.output_tokens) else None, diagnosis, beam, whole)
             model_note(translator, result)
             view = pick_view(picker)
             st.caption(f"**{VIEWS[view].title}.** {VIEWS[view].explains}")
             context = ViewContext(result=result, display=display, examples=examples, source_key=source_lang,
-                                  text=text, reference=reference, model=ref, device=device, beam=beam)
+                                  text=parts.sentence, reference=parts.reference, model=ref, device=device, beam=beam)
             started = time.perf_counter()
             figure = guarded(VIEWS[view].render, context)
             figure_seconds = time.perf_counter() - started
@@ -273,14 +279,15 @@ def page() -> None:
             if export.open:
                 with export:
                     meta = {"model": model, "source_lang": source_lang, "target_lang": target_lang,
-                            "beam_size": beam, "forced": result.forced, "text": text[:MAX_CHARS],
+                            "beam_size": beam, "forced": result.forced, "text": parts.sentence,
                             "truncated": result.truncated, "device": result.device}
                     guarded(export_buttons, result, figure, meta, file_stem(text))
         show_status(status, translator, result, figure_seconds)
     finally:
         params = {"model": state.kept("model"), "hub": state.kept("hub_id") or None, "src": languages[0],
                   "tgt": languages[1], "view": view, "kind": state.kept("kind"), "layer": state.kept("layer"),
-                  "head": state.kept("head"), "step": state.kept("step"), "sentence": text[:MAX_CHARS],
+                  "head": state.kept("head"), "step_no": step_number(state.kept("step")), "sentence": text[:MAX_CHARS],
+                  "sentence_no": sentences.url_value(parts),
                   "ref": reference, "beam": beam if beam > 1 else None,
                   "words": 1 if display.words else None, "present": 1 if display.presenter else None,
                   "norm": 1 if state.kept("norm", False) is True else None,
@@ -292,6 +299,12 @@ def page() -> None:
                 1 if value is True else None)
         state.write_url(params)
         guarded(share_box, share, params)
+
+
+def step_number(step):
+    """The link's step_no= (counted from 1, as the page says "Step 5 of 17"); links made before it
+    hold step= from 0, which state.URL_FIELDS still reads."""
+    return step + 1 if isinstance(step, int) and not isinstance(step, bool) and step >= 0 else None
 
 
 def run() -> None:

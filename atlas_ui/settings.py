@@ -16,7 +16,7 @@ RESCAN_SECONDS = 2.0              # how often model folders and example files ar
 MAX_LOADED_MODELS = 3       # models kept in memory per process (least recently used goes)
 FIGURE_CACHE_ENTRIES = 64   # figures shared between sessions, per process (least recently used goes)
 LOW_CONFIDENCE = 0.35       # mean piece probability under which a translation gets the "outside" note
-REAL_MODEL_HINT = "Helsinki-NLP/opus-mt-en-de"
+REAL_MODEL_HINT = "Helsinki-NLP/opus-mt-en-de"     # when a model's languages are unknown (see real_model_hint)
 
 FALLBACK_EXAMPLES = (
     {"en": "A man is riding a bike.", "de": "Ein Mann fährt Fahrrad.", "shows": "built-in example"},
@@ -29,6 +29,15 @@ KINDS = ("encoder_self", "decoder_self", "cross")
 KIND_LABELS = {"encoder_self": "Encoder self-attention", "decoder_self": "Decoder self-attention",
                "cross": "Cross-attention"}
 IMPORTANT_HEADS = 3         # heads per kind marked as important (largest loss change in head_importance.json)
+
+
+def real_model_hint(source_lang, target_lang) -> str:
+    """A hub model that translates the same way round as ours (the note on the de-en model used to
+    suggest opus-mt-en-de): Helsinki-NLP's opus-mt-SRC-TGT for two-letter language codes."""
+    codes = [str(code or "").lower() for code in (source_lang, target_lang)]
+    if all(len(code) == 2 and code.isalpha() for code in codes) and codes[0] != codes[1]:
+        return f"Helsinki-NLP/opus-mt-{codes[0]}-{codes[1]}"
+    return REAL_MODEL_HINT
 
 
 def models_dir(environ=os.environ) -> Path:

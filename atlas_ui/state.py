@@ -21,6 +21,14 @@ def parse_flag(value: str) -> bool:
     raise ValueError(f"not a flag: {value!r}")
 
 
+def parse_count(value: str) -> int:
+    """A number counted from 1 in a link (step_no=5: "Step 5 of 17") as the 0-based index it names."""
+    number = int(value)
+    if number < 1:
+        raise ValueError(f"not a count from 1: {value!r}")
+    return number - 1
+
+
 # URL parameter -> (session key, parser). `hub` is kept as text: what it may open is decided by the
 # operator's policy before anything is loaded (atlas_ui/hub_policy.py; never a path).
 URL_FIELDS = {"model": ("model", str), "hub": ("hub_id", str), "src": ("source_lang", str),
@@ -28,7 +36,10 @@ URL_FIELDS = {"model": ("model", str), "hub": ("hub_id", str), "src": ("source_l
               "beam": ("beam_size", int), "view": ("view", str), "kind": ("kind", str),
               "layer": ("layer", int), "head": ("head", int), "step": ("step", int),
               "words": ("words", parse_flag), "present": ("presenter", parse_flag), "norm": ("norm", parse_flag),
-              "branch": ("branch_link", str), "whatif": ("branch_whatif", str)}     # atlas_ui/branch.py
+              "branch": ("branch_link", str), "whatif": ("branch_whatif", str),     # atlas_ui/branch.py
+              # counted from 1, as the page shows them; read after `step` (0-based, links made before
+              # step_no), so a link with both opens step_no's step
+              "step_no": ("step", parse_count), "sentence_no": ("sentence_index", parse_count)}
 
 
 def restore(key: str, default, valid) -> None:

@@ -188,7 +188,8 @@ def test_share_link_holds_the_view_and_restores_it():
     link = share_link(at)
     query = parse_qs(urlparse(link).query)
     assert query["view"] == ["Decoding steps"] and query["sentence"] == ["Two dogs play in the snow."]
-    assert query["step"] == ["2"] and query["layer"] == ["1"] and query["head"] == ["2"]
+    assert query["step_no"] == ["3"] and "step" not in query    # the link's step=2 counted from 0 is step 3
+    assert query["layer"] == ["1"] and query["head"] == ["2"]
     assert query["ablate"] == ["cross:0:3,encoder_self:1:0"] and query["words"] == ["1"]
     # the ablation view finds the heads from the link already ticked
     at.session_state["ablation_picker_open"] = True

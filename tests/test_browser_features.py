@@ -46,7 +46,7 @@ def test_a_shared_link_opens_exactly_that_view(browser, app_url):
     # the sidebar's share box links to the same view
     share = page.locator(SHARE_LINK)
     query = parse_qs(urlparse(share.get_attribute("href")).query)
-    assert query["view"] == ["Decoding steps"] and query["step"] == ["2"] and query["sentence"] == [SENTENCE]
+    assert query["view"] == ["Decoding steps"] and query["step_no"] == ["3"] and query["sentence"] == [SENTENCE]
     assert query["layer"] == ["1"] and query["head"] == ["2"]
     assert page.problems == []
     page.context.close()

