@@ -91,8 +91,10 @@ def as_arrow(result, key: tuple, frame):
     return shared_table(result, (*key, "arrow"), lambda: frame)
 
 
-def heat_height(rows: int, low: int = 400, high: int = 900) -> int:
-    return int(min(high, max(low, 140 + 24 * rows)))
+def heat_height(rows: int, low: int = 320, high: int = 900) -> int:
+    """A large map's height: 15 px a row (11 px labels) plus its title and key labels, so that the
+    first screen's map (a 17-piece sentence) holds both axes inside a 1280x720 window."""
+    return int(min(high, max(low, 94 + 15 * rows)))
 
 
 def n_layers(result, kind: str) -> int:

@@ -27,20 +27,34 @@ from .warm import holds, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")
 # Constants only (no user text). The picture first: less padding and smaller gaps above the chart,
-# and the view picker on one line (smaller labels, no radio circles' extra room).
+# the page's title in the header's band (the sidebar that holds the other one starts folded), and
+# the view picker on one line (smaller labels; no radio circles: the view open is bold, underlined).
 # Streamlit pulls a markdown element up by 1rem to cancel its last paragraph's margin; our HTML
 # blocks (the translation strip, the source strip, the what-if table) end in a div, which has none,
 # so without the last rule their last line ran under the next element.
 COMPACT_CSS = """<style>
-[data-testid='stMainBlockContainer']{padding-top:3.6rem;padding-bottom:2rem}
-[data-testid='stMain'] [data-testid='stVerticalBlock']{gap:0.55rem}
-.st-key-view [role='radiogroup']{gap:0.1rem 0.55rem;flex-wrap:wrap}
-.st-key-view label p{font-size:0.84rem}
+[data-testid='stMainBlockContainer']{padding-top:0.3rem;padding-bottom:2rem}
+[data-testid='stHeader']{background:transparent;pointer-events:none}
+[data-testid='stHeader'] button,[data-testid='stHeader'] a{pointer-events:auto}
+.aa-title{font-size:1.05rem;line-height:2.3rem;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.aa-title span{opacity:0.6;font-size:0.9rem}
+@media (max-width:640px){.aa-title{padding-left:2.4rem}.aa-title span{display:none}}
+[data-testid='stMain'] [data-testid='stVerticalBlock']{gap:0.45rem}
+.st-key-view_body .stSelectbox,.st-key-view_body .stRadio{display:flex;flex-direction:row;align-items:center;gap:0.45rem}
+.st-key-view_body .stSelectbox > [data-testid='stWidgetLabel'],.st-key-view_body .stRadio > [data-testid='stWidgetLabel']{flex:0 0 auto;width:auto;margin-bottom:0}
+.st-key-view_body .stSelectbox > div:not([data-testid='stWidgetLabel']){flex:1 1 auto;min-width:0}
+.st-key-view_body [data-testid='stRadioOption'] p{white-space:nowrap}
+.st-key-view [role='radiogroup']{gap:0.1rem 1rem;flex-wrap:wrap}
+.st-key-view label p{font-size:0.84rem;border-bottom:2px solid transparent}
+.st-key-view [data-testid='stRadioOption'] > div > div:first-child{display:none}
+.st-key-view [data-testid='stRadioOption'][data-selected='true'] p{font-weight:600;border-bottom-color:currentColor}
 .st-key-translation [data-testid='stText']{font-size:1.05rem}
 .st-key-step [data-testid='stSliderThumbValue'],.st-key-step [data-testid='stSliderTickBarMin'],
 .st-key-step [data-testid='stSliderTickBarMax']{display:none}
 [data-testid='stMarkdownContainer']:has(> div:last-child){margin-bottom:0}
 </style>"""
+PAGE_TITLE = ("<div class='aa-title'><b>Attention Atlas</b><span> · every head, every layer, every decoding step "
+              "of an encoder–decoder Transformer</span></div>")
 EMPTY_PROMPT = "Type a sentence above, or pick an example, to see its attention."
 
 
@@ -222,6 +236,8 @@ def page() -> None:
         translator.source_lang or "src", translator.target_lang or "tgt")
     examples = examples_for(folder, source_lang, target_lang)
     st.markdown(COMPACT_CSS, unsafe_allow_html=True)      # constants, no user text
+    if not display.presenter:                             # a slide needs no page title
+        st.markdown(PAGE_TITLE, unsafe_allow_html=True)
     follow_example_language(examples, source_lang)
     if display.presenter:              # one slim bar: leave, the sentence folded away, the view picker
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
@@ -267,7 +283,8 @@ def page() -> None:
             context = ViewContext(result=result, display=display, examples=examples, source_key=source_lang,
                                   text=parts.sentence, reference=parts.reference, model=ref, device=device, beam=beam)
             started = time.perf_counter()
-            figure = guarded(VIEWS[view].render, context)
+            with st.container(key="view_body"):           # the view's own controls and charts (COMPACT_CSS)
+                figure = guarded(VIEWS[view].render, context)
             figure_seconds = time.perf_counter() - started
             if mark_strip is not None:
                 guarded(mark_strip)                       # a new run's diagnosis: the chart is drawn first

@@ -127,6 +127,11 @@ def figure_title(title: str, note: str = "") -> dict:
     return dict(text=text, x=0.01, xanchor="left")
 
 
+def title_top(title: str, note: str = "") -> int:
+    """Top margin for a figure's title: one line, two with a note, or just the plot's edge room."""
+    return 60 if note else 44 if title else 30
+
+
 def auto_height(rows: int, *, per_row: float = 18.0, base: int = 140,
                 low: int = 300, high: int = 900) -> int:
     return int(np.clip(base + per_row * rows, low, high))
@@ -256,7 +261,7 @@ def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: S
                               x_labels if x_labels is not None else [str(z.shape[-1] - 1)],
                               y_size=yaxis.get("tickfont", {}).get("size", 12),
                               x_size=xaxis.get("tickfont", {}).get("size", 12), colorbar=trace["colorbar"],
-                              top=60 if (title or note) else 30, width=width),
+                              top=title_top(title, note), width=width),
         plot_bgcolor="white",
     )
     if width != MAIN_WIDTH:

@@ -31,6 +31,6 @@ def render(ctx: ViewContext):
 
 VIEW = View(
     name="Heatmap", title="One attention head",
-    explains="Each row is a piece the model is working on and the bright cells are the pieces it looked at "
-             "to do so (with cross-attention: the source pieces it read to write that output piece).",
+    explains="Each row is a piece the model is working on; its bright cells are the pieces it looked at "
+             "(cross-attention: the source pieces it read to write that piece).",
     render=render, norm_switch=True)
