@@ -153,3 +153,22 @@ def test_the_low_confidence_note_suggests_the_models_own_direction():
     at = opened(model="de-en", sentence="Der Aktienkurs ist gefallen, weil die Zinsen steigen.", view="Heatmap")
     notes = [info.value for info in at.info if "mean probability" in info.value]
     assert notes and "Helsinki-NLP/opus-mt-de-en" in notes[0] and "opus-mt-en-de" not in notes[0], notes
+
+
+# ---- 3. the beam's score and the what-if's log p, each labelled ---------------------------------
+def test_the_beam_score_and_the_what_if_log_p_say_what_they_are():
+    at = opened(sentence=SECOND, view="Beam", beam="4")
+    tree = next(spec for spec in specs(at) if any(trace.get("name") == "nodes" for trace in spec["data"]))
+    nodes = next(trace for trace in tree["data"] if trace.get("name") == "nodes")
+    assert all("length-normalised" in hover for hover in nodes["hovertext"])
+    assert any("length-normalised score" in md.value for md in at.markdown), "the picked node's line"
+
+
+def test_the_what_if_table_says_its_log_p_is_the_plain_sum(en_de):
+    out = en_de.translate(SECOND, top_k=10)
+    at = opened(sentence=SECOND, view="Decoding steps", step_no="2")
+    other = next(piece for piece, _ in out.steps[1].top_k if piece != out.steps[1].token)
+    next(group for group in at.get("button_group") if group.key == "step_branch_pick").set_value(other).run()
+    clean(at)
+    [table] = [md.value for md in at.markdown if 'class="aa-branch"' in md.value]
+    assert table.count("total log p = ") == 2 and table.count("not length-normalised") == 2, table

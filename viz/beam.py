@@ -90,11 +90,16 @@ def beam_path(history: Sequence, final) -> list[tuple[int, int]]:
     return _path(check_history(history), final)
 
 
+UNSELECTED_OPACITY = 0.6     # nodes other than the one clicked: dimmer, still readable
+UNSELECTED_TEXT = "#555"      # their piece labels (plotly.js's default fades them to near white)
+
+
 def beam_tree_figure(history: Sequence, final=None, *, title: str = "Beam search",
                      show_space: bool = False, height: int | None = None) -> go.Figure:
     """The beam lattice: x = step, y = position in the step's list (row 0 on top).
 
-    Node colour is the length-normalised score, diamonds ended with </s>, the orange
+    Node colour is the length-normalised score (Σ log p ÷ the search's length penalty; the hover
+    says so, beside the what-if table's plain Σ log p), diamonds ended with </s>, the orange
     line and ringed nodes are `final`'s path. Click a node: customdata [step, index]
     comes back through `beam_selection`.
     """
@@ -114,7 +119,7 @@ def beam_tree_figure(history: Sequence, final=None, *, title: str = "Beam search
     for t, i, h in nodes:
         status = "finished (ended)" if h.finished else "alive: kept in the beam"
         hover.append(f"step {t + 1} · #{i}<br>{' '.join(display_tokens(h.pieces, show_space=show_space))}"
-                     f"<br>score {h.score:.3f}<br>{status}"
+                     f"<br>score {h.score:.3f} (length-normalised: Σ log p ÷ a length penalty)<br>{status}"
                      + ("<br>on the returned path" if (t, i) in on_path else ""))
     scores = np.array([h.score for _, _, h in nodes])                                # (N,)
     finite = np.isfinite(scores)
@@ -132,6 +137,9 @@ def beam_tree_figure(history: Sequence, final=None, *, title: str = "Beam search
         customdata=np.array([[t, i] for t, i, _ in nodes], dtype=int).reshape(-1, 2),
         text=labels, textposition="top center", cliponaxis=False, hovertext=hover,
         hovertemplate="%{hovertext}<extra></extra>",
+        # after a click plotly.js fades every other node to 0.2 and its label with it: the tree must
+        # stay readable around the node that was picked
+        unselected=dict(marker=dict(opacity=UNSELECTED_OPACITY), textfont=dict(color=UNSELECTED_TEXT)),
         marker=dict(color=colour.tolist(), cmin=lo, cmax=hi,
                     colorscale=colorscale_value(DEFAULT_COLORSCALE), showscale=True,
                     colorbar=bar,

@@ -28,6 +28,10 @@ def parting_step(a: Sequence[str], b: Sequence[str]) -> int:
     return min(len(a), len(b))
 
 
+# the row's number is not the beam tree's score, which is divided by a length penalty (issue 31)
+TOTAL_LOG_P_HELP = "Σ log p over the whole translation, not length-normalised (the beam tree's score is)"
+
+
 def total_log_prob(probs: Sequence[float]) -> float:
     """Σ log p over the pieces (the whole output's log-probability; -inf if a piece had p = 0)."""
     p = np.asarray(probs, dtype=float)
@@ -86,8 +90,8 @@ def branch_compare_html(original: Sequence[str], original_probs: Sequence[float]
                          f'{frame if t == part else ""}">{piece}</td>')
         label = (f'<th class="aa-row" style="text-align:left;font-weight:normal;white-space:nowrap;padding:0 8px 0 0;'
                  f'border:none;line-height:1.15">'
-                 f'{escape_html(name)}<br><span style="font-size:0.8em;color:#666">log p = '
-                 f'{total_log_prob(p):.2f}</span></th>')
+                 f'{escape_html(name)}<br><span style="font-size:0.8em;color:#666" title="{TOTAL_LOG_P_HELP}">'
+                 f'total log p = {total_log_prob(p):.2f}</span></th>')
         body.append(f"<tr>{label}{''.join(cells)}</tr>")
     note = f"they part at step {part + 1}" if part < n else "the same pieces"
     sure, unsure = probability_colour(1.0)[0], probability_colour(0.0)[0]

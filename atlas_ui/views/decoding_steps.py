@@ -112,7 +112,8 @@ def branch_picker(result, t: int, token: str, candidates: list) -> None:
         return
     others = [piece for piece in candidates if piece != token]
     if others:
-        st.pills("What if it had taken…", others, key="step_branch_pick", selection_mode="single",
+        # wrap: directly in a column, pills stay on one row that the column cuts off after about six
+        st.pills("What if it had taken…", others, key="step_branch_pick", selection_mode="single", wrap=True,
                  format_func=lambda piece: escape_md(piece, 40), on_change=_on_pill, args=("step_branch_pick", result.output_tokens[:t]),
                  help="Click a candidate: the model decodes on from this step with it, and both translations "
                       "appear side by side below.")

@@ -38,7 +38,29 @@ def clickable_tiles(fig, chart_key: str, result, display, kind: str, fixed_layer
     chart(fig, chart_key, on_select=partial(on_tile_pick, chart_key, n_layers(result, kind), n_heads(result)),
           selection_mode="points")
     st.caption("Click a tile to open that head below, or pick it with the selectors.")
-    focus_panel(result, display, kind, f"{chart_key}_focus", fixed_layer)
+    with st.container(key=f"{chart_key}_opened"):
+        focus_panel(result, display, kind, f"{chart_key}_focus", fixed_layer)
+        scroll_after_click(chart_key)
+
+
+OPENED_BY_CLICK = "_opened_by_click"     # (chart key, click count) of a tile click whose run has not drawn yet
+TILE_CLICKS = "_tile_clicks"             # tile clicks that opened a head, this session
+# Constants and an integer only (no user text). The head opens below the tiles, often below the
+# fold, so a click seemed to do nothing: bring its panel into view (under Streamlit's fixed header).
+SCROLL_JS = """<script>/* click {count} */(() => {{
+  const panel = document.querySelector('.st-key-{key}_opened');      /* st.html is not in an iframe */
+  if (!panel) return;
+  panel.style.scrollMarginTop = '4rem';
+  panel.scrollIntoView({{block: 'start', behavior: 'smooth'}});
+}})();</script>"""
+
+
+def scroll_after_click(chart_key: str) -> None:
+    """In the run a tile click started, and only then, scroll the opened head into view. The
+    click's count is in the script, so a second click's script is a new element and runs again."""
+    opened = st.session_state.pop(OPENED_BY_CLICK, None)
+    if isinstance(opened, tuple) and opened[0] == chart_key:
+        st.html(SCROLL_JS.format(count=int(opened[1]), key=chart_key), unsafe_allow_javascript=True)
 
 
 def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = None, height: int | None = None,
@@ -65,6 +87,8 @@ def on_tile_pick(chart_key: str, layers: int, heads: int) -> None:
     picked = overview_selection(points, n_heads=heads)
     if picked is not None and 0 <= picked[0] < layers and 0 <= picked[1] < heads:
         focus_on(*picked)
+        clicks = st.session_state[TILE_CLICKS] = st.session_state.get(TILE_CLICKS, 0) + 1
+        st.session_state[OPENED_BY_CLICK] = (chart_key, clicks)
 
 
 def focus_on(layer: int, head: int, kind: str | None = None) -> None:
