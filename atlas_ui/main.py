@@ -32,6 +32,7 @@ LOG = logging.getLogger("atlas_ui")
 # Streamlit pulls a markdown element up by 1rem to cancel its last paragraph's margin; our HTML
 # blocks (the translation strip, the source strip, the what-if table) end in a div, which has none,
 # so without the last rule their last line ran under the next element.
+# On a phone the view's first chart comes before its controls (a shared link shows its picture first).
 COMPACT_CSS = """<style>
 [data-testid='stMainBlockContainer']{padding-top:0.3rem;padding-bottom:2rem}
 [data-testid='stHeader']{background:transparent;pointer-events:none}
@@ -44,6 +45,7 @@ COMPACT_CSS = """<style>
 .st-key-view_body .stSelectbox > [data-testid='stWidgetLabel'],.st-key-view_body .stRadio > [data-testid='stWidgetLabel']{flex:0 0 auto;width:auto;margin-bottom:0}
 .st-key-view_body .stSelectbox > div:not([data-testid='stWidgetLabel']){flex:1 1 auto;min-width:0}
 .st-key-view_body [data-testid='stRadioOption'] p{white-space:nowrap}
+@media (max-width:640px){.st-key-view_body > :nth-child(1 of :has([data-testid='stPlotlyChart'])){order:-1}}
 .st-key-view [role='radiogroup']{gap:0.1rem 1rem;flex-wrap:wrap}
 .st-key-view label p{font-size:0.84rem;border-bottom:2px solid transparent}
 .st-key-view [data-testid='stRadioOption'] > div > div:first-child{display:none}
