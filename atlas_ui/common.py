@@ -45,18 +45,22 @@ def escape_md(text: str, limit: int = 300) -> str:
 
 # Presenter mode on a 720-px projector: a view's main chart (any figure at least PRESENTER_MAIN_FROM
 # px tall; small multiples and strips are shorter) is drawn at least PRESENTER_MIN_HEIGHT px tall, so
-# that a short sentence still fills the slide.
-PRESENTER_MAIN_FROM, PRESENTER_MIN_HEIGHT = 300, 470
+# that a short sentence still fills the slide, and at most PRESENTER_MAX_HEIGHT px, what is left of
+# the window under the presenter's bar and the translation (its labels then get smaller type, or every
+# k-th label: viz.presenter_figure).
+PRESENTER_MAIN_FROM, PRESENTER_MIN_HEIGHT, PRESENTER_MAX_HEIGHT = 300, 470, 480
+STEP_SLIDE_HEIGHT = 420         # under the step buttons and the "Step t of T" heading as well
 
 
-def chart(fig, key: str, **kwargs):
+def chart(fig, key: str, max_height: int = PRESENTER_MAX_HEIGHT, **kwargs):
     """Draw a plotly figure with the project's toolbar config and the figure's own colours
-    (readable on light and dark pages alike); larger fonts in presenter mode."""
+    (readable on light and dark pages alike); larger fonts in presenter mode, the figure at most
+    `max_height` px tall there (what the slide has left for it)."""
     if state.kept("presenter", False):
-        fig = presenter_figure(fig)
-        height = fig.layout.height
-        if height is not None and PRESENTER_MAIN_FROM <= height < PRESENTER_MIN_HEIGHT:
-            fig.update_layout(height=PRESENTER_MIN_HEIGHT)      # a copy already: the slide's picture
+        fig = presenter_figure(fig, max_height=max_height)
+        height, lowest = fig.layout.height, min(PRESENTER_MIN_HEIGHT, max_height)
+        if height is not None and PRESENTER_MAIN_FROM <= height < lowest:
+            fig.update_layout(height=lowest)      # a copy already: the slide's picture
     image_format = state.kept("image_format", "png")
     config = PLOTLY_CONFIG if image_format == "png" else svg_config()
     return st.plotly_chart(fig, key=key, config=config, theme=None, width="stretch", **kwargs)

@@ -12,7 +12,8 @@ from viz import figure_html, trace_json, trace_npz, trace_payload
 
 # Constants only (no user text): larger type, no Streamlit header or toolbar, wider page.
 # The chart is the slide: no header or sidebar, little padding, a slim bar of controls, the
-# translation strip at reading size (main.COMPACT_CSS comes first; these win).
+# translation strip at reading size (main.COMPACT_CSS comes first; these win). The view's first chart
+# comes before its controls (the step buttons of a walk through the steps stay above it).
 PRESENTER_CSS = """<style>
 html { font-size: 19px; }
 [data-testid="stHeader"], [data-testid="stToolbar"], [data-testid="stDecoration"],
@@ -27,6 +28,8 @@ html { font-size: 19px; }
 .stSelectbox > div:not([data-testid="stWidgetLabel"]) { flex: 1 1 auto; min-width: 0; }
 .stRadio [role="radiogroup"] { flex-wrap: nowrap; gap: 0.2rem 0.6rem; }
 [data-testid="stCaptionContainer"] { font-size: 0.7rem; }
+.st-key-view_body > :nth-child(1 of :has([data-testid="stPlotlyChart"])) { order: -1; }
+.st-key-view_body > :has(.st-key-step_prev) { order: -2; }
 </style>"""
 
 

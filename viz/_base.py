@@ -166,13 +166,15 @@ COLORBAR_AT_EDGE = dict(x=1.0, xpad=14)
 MAIN_WIDTH = 1120
 
 
-def x_label_room(labels, size: float, plot_width: float) -> float:
+def x_label_room(labels, size: float, plot_width: float, angle: float | None = None) -> float:
     """Height of a row of x tick labels as plotly.js will draw them in `plot_width` px: side by side
     when they fit, else tilted 30 degrees when the ticks are at least 2.2 font sizes apart, else
     upright (its autotickangles rule). Widths are overestimated, so a close call gets more room."""
     widths = [text_width(label, size) for label in labels or ()]
     if not widths:
         return 0.0
+    if angle is not None and abs(angle) == 90:                 # set upright by the figure (presenter type)
+        return max(widths)
     widest, spacing = max(widths), max(plot_width, 1.0) / len(widths)
     if widest + 10 <= spacing:
         return 1.3 * size
@@ -183,7 +185,7 @@ def x_label_room(labels, size: float, plot_width: float) -> float:
 
 def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar: dict | None, top: int,
                    title_size: float = 14, bar_size: float = 12, width: float = MAIN_WIDTH,
-                   y_title: bool = True, x_title: bool = True) -> dict:
+                   y_title: bool = True, x_title: bool = True, x_angle: float | None = None) -> dict:
     """Margins that already hold the tick labels, axis titles and colour bar of a labelled matrix.
     The axes keep automargin (a label is never cut), but plotly.js draws a figure a second time
     whenever the room it measures after the first pass exceeds the margins it was given: with the
@@ -207,7 +209,7 @@ def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar
             bar += 1.5 * (title.get("font") or {}).get("size", title_size)
     gap = 10                                                   # between the tick labels and the plot
     left = y_room + (room if y_title else gap)
-    x_room = x_label_room(x_labels, x_size, width - left - bar)
+    x_room = x_label_room(x_labels, x_size, width - left - bar, x_angle)
     bottom = (x_room or 1.3 * x_size) + (room if x_title else gap)
     return dict(l=round(left), r=round(bar), t=top, b=round(bottom))
 
@@ -260,7 +262,8 @@ def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: S
         margin=matrix_margins(y_labels if y_labels is not None else [str(z.shape[0] - 1)],
                               x_labels if x_labels is not None else [str(z.shape[-1] - 1)],
                               y_size=yaxis.get("tickfont", {}).get("size", 12),
-                              x_size=xaxis.get("tickfont", {}).get("size", 12), colorbar=trace["colorbar"],
+                              x_size=xaxis.get("tickfont", {}).get("size", 12),
+                              colorbar=None if trace.get("showscale") is False else trace["colorbar"],
                               top=title_top(title, note), width=width),
         plot_bgcolor="white",
     )

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import MAIN_WIDTH, check_attention, matrix_margins
+from ._base import MAIN_WIDTH, check_attention, matrix_margins, text_width
 
 DEFAULT_FILENAME = "attention-atlas"
 
@@ -36,9 +36,22 @@ def svg_config(filename: str = DEFAULT_FILENAME) -> dict:
     return plotly_config("svg", filename=filename, scale=1)
 
 
-def presenter_figure(fig: go.Figure, font_size: int = 18) -> go.Figure:
-    """A copy with fonts large enough to read from the back of a room (tick labels too)."""
+# Presenter type: a tick label's box is about 1.3 em tall, so labels this many font sizes apart do
+# not overlap; none is drawn under MIN_TICK px (read from the back of a room).
+LABEL_PITCH, MIN_TICK = 1.4, 12
+TILTED_PITCH = 3.0          # labels tilted 30 degrees: their boxes are pitch / 2 apart
+
+
+def presenter_figure(fig: go.Figure, font_size: int = 18, max_height: int | None = None) -> go.Figure:
+    """A copy with fonts large enough to read from the back of a room (tick labels too).
+
+    Each axis of labels gets the largest type up to `font_size - 2` at which its labels do not
+    overlap, at least MIN_TICK px; a map with too many rows for that grows taller, up to
+    `max_height` (the room a slide has; None: no limit), and past that labels every k-th row.
+    A colour bar too short for its numbers or words gets the same treatment. A figure taller
+    than `max_height` is drawn that tall."""
     big = go.Figure(fig)
+    original = {side: getattr(big.layout.margin, side) for side in ("l", "r", "b")}
     big.update_layout(font=dict(size=font_size), title_font=dict(size=font_size + 4))
     big.update_xaxes(tickfont=dict(size=font_size - 2), title_font=dict(size=font_size))
     big.update_yaxes(tickfont=dict(size=font_size - 2), title_font=dict(size=font_size))
@@ -52,24 +65,151 @@ def presenter_figure(fig: go.Figure, font_size: int = 18) -> go.Figure:
             trace.update(colorbar=bar)
         elif getattr(getattr(trace, "marker", None), "showscale", None):   # a colour-bar carrier
             trace.update(marker=dict(colorbar=bar))
-    refit_margins(big, font_size)
+    if max_height is not None and big.layout.height is not None and big.layout.height > max_height:
+        big.layout.height = max_height
+    refit_margins(big, font_size, original)
+    if big.layout.height is not None and big.layout.margin.t is not None:
+        fit_ticks(big, "x", font_size - 2, None, upright=matrix_like(big))
+        refit_margins(big, font_size, original)
+        fit_ticks(big, "y", font_size - 2, max_height)
+        fit_colorbars(big, font_size - 4, max_height)
+        fit_y_title(big, font_size, max_height)
+        refit_margins(big, font_size, original)
     return big
 
 
-def refit_margins(fig: go.Figure, font_size: int) -> None:
+def figure_width(fig: go.Figure) -> float:
+    meta = fig.layout.meta
+    return meta.get("width", MAIN_WIDTH) if isinstance(meta, dict) else MAIN_WIDTH
+
+
+def plot_size(fig: go.Figure) -> tuple[float, float]:
+    """(width, height) in px of the plotting area, as drawn in a 1280 px window."""
+    margin = fig.layout.margin
+    return (figure_width(fig) - (margin.l or 0) - (margin.r or 0),
+            fig.layout.height - (margin.t or 0) - (margin.b or 0))
+
+
+def labelled_axes(fig: go.Figure, letter: str):
+    """(layout name, axis) of each axis of that letter with its own tick labels."""
+    for name in fig.layout:
+        if name.startswith(letter + "axis"):
+            axis = fig.layout[name]
+            if axis.ticktext is not None and axis.tickvals is not None and len(axis.tickvals) > 0:
+                yield name, axis
+
+
+def unit_px(fig: go.Figure, name: str, axis, size: tuple[float, float]) -> float:
+    """px per data unit along `axis` (a heatmap cell is one unit), the plot being `size` px."""
+    domain = axis.domain or (0, 1)
+    values = [float(v) for v in axis.tickvals] if axis.tickvals is not None and len(axis.tickvals) else [0.0]
+    if axis.range is not None:
+        span = abs(axis.range[1] - axis.range[0])
+    else:
+        span = max(values) - min(values) + 1.0
+        ref = name[0] + name[5:]                                # "yaxis2" -> "y2"
+        for trace in fig.data:
+            if trace.type == "heatmap" and (getattr(trace, name[0] + "axis", None) or name[0]) == ref \
+                    and trace.z is not None and len(trace.z):
+                span = max(span, float(len(trace.z) if name[0] == "y" else len(trace.z[0])))
+    length = size[0] if name[0] == "x" else size[1]
+    return length * (domain[1] - domain[0]) / max(span, 1e-9)
+
+
+def axis_pitch(fig: go.Figure, name: str, axis) -> float:
+    """px between neighbouring tick labels of `axis` as drawn (cells kept square: the tighter side)."""
+    size = plot_size(fig)
+    px = unit_px(fig, name, axis, size)
+    if fig.layout.yaxis.scaleanchor == "x" or fig.layout.xaxis.scaleanchor == "y":
+        px = min(unit_px(fig, "xaxis", fig.layout.xaxis, size), unit_px(fig, "yaxis", fig.layout.yaxis, size))
+    values = sorted(float(v) for v in axis.tickvals)
+    gaps = [b - a for a, b in zip(values, values[1:]) if b > a]
+    return px * (min(gaps) if gaps else 1.0)
+
+
+def matrix_like(fig: go.Figure) -> bool:
+    """A labelled matrix, whose margins matrix_margins computes (refit_margins)."""
+    layout = fig.layout
+    return bool(fig.data and fig.data[0].type == "heatmap" and layout.xaxis.ticktext is not None
+                and layout.yaxis.ticktext is not None and layout.xaxis.automargin and layout.yaxis.automargin)
+
+
+def fit_ticks(fig: go.Figure, letter: str, largest: float, max_height: int | None, upright: bool = False) -> None:
+    """Tick type as large as the pitch allows (<= `largest`, >= MIN_TICK); rows too close for
+    MIN_TICK grow the figure up to `max_height`, then only every k-th label is kept. `upright`:
+    x labels that do not fit side by side and are too close for plotly.js's 30 degrees (their
+    boxes would overlap) are set upright."""
+    for name, axis in labelled_axes(fig, letter):
+        pitch = axis_pitch(fig, name, axis)
+        if pitch < LABEL_PITCH * MIN_TICK and letter == "y":
+            wanted = fig.layout.height + plot_size(fig)[1] * (LABEL_PITCH * MIN_TICK / max(pitch, 1e-9) - 1)
+            fig.layout.height = int(min(wanted, max_height or wanted) + 0.999)
+            pitch = axis_pitch(fig, name, axis)
+        if pitch < LABEL_PITCH * MIN_TICK:
+            keep = int(np.ceil(LABEL_PITCH * MIN_TICK / max(pitch, 1e-9)))
+            axis.update(tickvals=list(axis.tickvals)[::keep], ticktext=list(axis.ticktext)[::keep])
+            pitch *= keep
+        size = max(MIN_TICK, min(largest, pitch / LABEL_PITCH))
+        if upright and letter == "x" and max(text_width(str(t), size) for t in axis.ticktext) + 10 > pitch:
+            if pitch >= TILTED_PITCH * MIN_TICK:
+                size = min(largest, pitch / TILTED_PITCH)                      # plotly.js tilts them 30 degrees
+            else:
+                axis.update(tickangle=90)
+        axis.update(tickfont=dict(size=int(size)))
+
+
+def colorbars(fig: go.Figure):
+    for trace in fig.data:
+        if "colorbar" in trace and trace.type == "heatmap" and trace.showscale is not False:
+            yield trace, trace.colorbar
+        elif getattr(getattr(trace, "marker", None), "showscale", None):
+            yield trace, trace.marker.colorbar
+
+
+def fit_colorbars(fig: go.Figure, size: float, max_height: int | None) -> None:
+    """A colour bar as long as its numbers (or words) and title need: the figure grows up to
+    `max_height`; past that, its type shrinks to MIN_TICK and it keeps two numbers."""
+    for _, bar in colorbars(fig):
+        words = len(bar.ticktext) if bar.ticktext is not None else 3
+        title = bar.title.text or "" if bar.title is not None else ""
+        needed = max(words * LABEL_PITCH * size + 6, text_width(title, size + 2) + 8)
+        length = plot_size(fig)[1] * (bar.len if bar.len is not None else 1)
+        if length < needed:
+            wanted = fig.layout.height + (needed - length) / (bar.len if bar.len is not None else 1)
+            fig.layout.height = int(min(wanted, max_height or wanted) + 0.999)
+            length = plot_size(fig)[1] * (bar.len if bar.len is not None else 1)
+        if length < needed:
+            bar.update(tickfont=dict(size=MIN_TICK), nticks=2 if bar.ticktext is None else None)
+
+
+def fit_y_title(fig: go.Figure, size: float, max_height: int | None) -> None:
+    """A plot at least as tall as its y axis's title, which runs along it (up into the figure's
+    title otherwise): the figure grows up to `max_height`."""
+    axis = fig.layout.yaxis
+    text = axis.title.text if axis.title is not None and axis.title.text else ""
+    needed = text_width(text, size) * 0.85           # text_width is generous; the title may reach the plot's ends
+    height = plot_size(fig)[1] * ((axis.domain[1] - axis.domain[0]) if axis.domain else 1)
+    if text and height < needed:
+        wanted = fig.layout.height + needed - height
+        fig.layout.height = int(min(wanted, max_height or wanted) + 0.999)
+
+
+def refit_margins(fig: go.Figure, font_size: int, original: dict | None = None) -> None:
     """Margins grown for the larger type, so plotly.js still draws the figure in one pass: a labelled
     matrix's recomputed (matrix_margins), any other figure's tick-label room scaled with its font
-    (tick labels 11-12 px before)."""
+    (tick labels 11-12 px before). `original`: the margins before presenter type (never shrunk below)."""
     layout, margin = fig.layout, fig.layout.margin
     if margin.l is None:
         return
-    old = {side: getattr(margin, side) or 0 for side in ("l", "r", "b")}
-    labelled = layout.xaxis.ticktext is not None and layout.yaxis.ticktext is not None
-    if fig.data and fig.data[0].type == "heatmap" and labelled and layout.xaxis.automargin and layout.yaxis.automargin:
-        width = layout.meta.get("width", MAIN_WIDTH) if isinstance(layout.meta, dict) else MAIN_WIDTH
-        fitted = matrix_margins(layout.yaxis.ticktext, layout.xaxis.ticktext, y_size=font_size - 2,
-                                x_size=font_size - 2, colorbar=fig.data[0].colorbar.to_plotly_json(),
-                                top=margin.t or 0, title_size=font_size, bar_size=font_size - 4, width=width)
+    old = original or {side: getattr(margin, side) or 0 for side in ("l", "r", "b")}
+    old = {side: px or 0 for side, px in old.items()}
+    if matrix_like(fig):
+        def size(axis):
+            return axis.tickfont.size if axis.tickfont is not None and axis.tickfont.size else font_size - 2
+        fitted = matrix_margins(layout.yaxis.ticktext, layout.xaxis.ticktext, y_size=size(layout.yaxis),
+                                x_size=size(layout.xaxis), colorbar=fig.data[0].colorbar.to_plotly_json(),
+                                top=margin.t or 0, title_size=font_size, bar_size=font_size - 4,
+                                width=figure_width(fig), x_angle=layout.xaxis.tickangle)
     else:                   # 10 px stays 10 px: a figure that keeps its labels inside asks for nothing
         scale = (font_size - 2) / 11.5
         fitted = {side: 10 + (px - 10) * scale if px > 10 else px for side, px in old.items()}

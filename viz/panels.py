@@ -27,22 +27,27 @@ def as_mask(mask, name: str = "mask") -> np.ndarray:
 
 
 def binary_heatmap(mask: np.ndarray, *, y_labels, x_labels, y_title: str, x_title: str,
-                   title: str, hover: str, width: float = MAIN_WIDTH) -> go.Figure:
-    """Two-colour heatmap of a bool matrix: z is 0/1 ints, 1 = may attend. `width`: see matrix_heatmap."""
+                   title: str, hover: str, width: float = MAIN_WIDTH, legend: bool = True,
+                   height: int | None = None) -> go.Figure:
+    """Two-colour heatmap of a bool matrix: z is 0/1 ints, 1 = may attend. `width`: see matrix_heatmap.
+    `legend=False`: no colour bar naming the two colours (the page says them), the room goes to the cells."""
     z = mask.astype(np.int8)
     return matrix_heatmap(z, y_labels=y_labels, x_labels=x_labels, y_title=y_title,
                           x_title=x_title, zmin=0, zmax=1, colorscale=MASK_COLORSCALE,
                           hovertemplate=hover, title=title, xgap=1, ygap=1,
                           colorbar=dict(title={}, tickmode="array", tickvals=[0.25, 0.75],
                                         ticktext=["masked", "may attend"], **COLORBAR_AT_EDGE),
-                          height=auto_height(z.shape[0], low=160), width=width)
+                          height=height or auto_height(z.shape[0], low=160), width=width,
+                          **({} if legend else {"showscale": False}))
 
 
 def mask_figure(mask, query_tokens, key_tokens, title: str = "", *,
-                show_space: bool = False, width: float = MAIN_WIDTH) -> go.Figure:
+                show_space: bool = False, width: float = MAIN_WIDTH, legend: bool = True,
+                height: int | None = None) -> go.Figure:
     """A (Q, K) attention mask (True = may attend), or a (K,) padding mask as 1 × K.
 
     For a 1-D mask `query_tokens` is ignored (may be None): the row is "any query".
+    `legend=False` leaves out the colour bar; `height` overrides the one from the rows.
     """
     arr = as_mask(mask)
     if arr.ndim == 1:
@@ -55,7 +60,7 @@ def mask_figure(mask, query_tokens, key_tokens, title: str = "", *,
     query, key = check_tokens(arr.shape, query_tokens, key_tokens, "mask")
     y_labels = y_labels or display_tokens(query, show_space=show_space)
     return binary_heatmap(arr, y_labels=y_labels, x_labels=display_tokens(key, show_space=show_space),
-                          y_title="Query", x_title="Key", title=title, width=width,
+                          y_title="Query", x_title="Key", title=title, width=width, legend=legend, height=height,
                           hover="Query %{y}<br>Key %{x}<br>may attend: %{z}<extra></extra>")
 
 

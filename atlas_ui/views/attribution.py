@@ -9,7 +9,7 @@ import streamlit as st
 from viz import method_comparison_figure, method_table
 
 from ..backend_explain import METHOD_LABELS, correlation_summary
-from ..common import chart, escape_md, shared_figure, shared_table, step_nav
+from ..common import STEP_SLIDE_HEIGHT, chart, escape_md, shared_figure, shared_table, step_nav
 from .base import View, ViewContext
 
 AVERAGE_FLAG = "attr_average_on"      # session key: the examples' average was asked for
@@ -29,7 +29,7 @@ def _method_figure(scores: dict, result, display, t: int):
     fig = shared_figure(result, shown, lambda: method_comparison_figure(
         row, result.source_tokens, show_space=display.show_space, height=420,
         title=f"Which source pieces mattered for step {t + 1} ({result.output_tokens[t]}), by method"))
-    chart(fig, "attr_methods_chart")
+    chart(fig, "attr_methods_chart", max_height=STEP_SLIDE_HEIGHT)
     return fig
 
 

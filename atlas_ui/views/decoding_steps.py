@@ -8,8 +8,8 @@ import streamlit as st
 
 from viz import attention_heatmap, merge_keys, topk_bar_figure
 
-from ..common import (chart, column_width, escape_md, heat_height, n_heads, norm_caption, norm_switch,
-                      pick_cross_head, shared_figure, step_nav, value_options)
+from ..common import (STEP_SLIDE_HEIGHT, chart, column_width, escape_md, heat_height, n_heads, norm_caption,
+                      norm_switch, pick_cross_head, shared_figure, step_nav, value_options)
 from .. import branch
 from .contributions import step_explanations
 from .base import View, ViewContext
@@ -43,7 +43,7 @@ def render(ctx: ViewContext):
         chart(shared_figure(result, ("step_topk", t, display.show_space, display.presenter), lambda: candidates_figure(
                   top_k, token, prob, t, display)), "step_topk",
               on_select=partial(_on_bar_pick, "step_topk", result.output_tokens[:t], candidates, token),
-              selection_mode="points")
+              selection_mode="points", max_height=STEP_SLIDE_HEIGHT)
         branch_picker(result, t, token, candidates)
     heads = list(range(n_heads(result))) if all_heads else [head]
     rows = [f"head {h}" for h in heads] if all_heads else [f"step {t + 1} → {token}"]   # never hidden
@@ -66,10 +66,10 @@ def render(ctx: ViewContext):
     cross_fig = shared_figure(result, ("step_cross", *shown), lambda: attention_heatmap(
         cross, rows, source, f"Cross-attention over the source · {where}{what}", **options, **scales["cross"]))
     with right:
-        chart(cross_fig, "step_cross")
+        chart(cross_fig, "step_cross", max_height=STEP_SLIDE_HEIGHT // 2)      # two maps, one above the other
         chart(shared_figure(result, ("step_self", *shown), lambda: attention_heatmap(
             self_att, rows, prefix, f"Decoder self-attention over the prefix · {where}{what}",
-            **options, **scales["decoder_self"])), "step_self")
+            **options, **scales["decoder_self"])), "step_self", max_height=STEP_SLIDE_HEIGHT // 2)
     norm_caption(norm, cross_fig, display.normalize)
     branch.panel(display, "step_branch")            # below the candidates that were clicked
     step_explanations(ctx, t)                       # ALTI+ of the step beside "why this rather than that"
@@ -82,7 +82,7 @@ def candidates_figure(top_k, token: str, prob: float, t: int, display):
     fig = topk_bar_figure(top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}",
                           note=f"chose {token} (p = {prob:.3f})" if display.presenter else "",
                           show_space=display.show_space)
-    return fig.update_layout(height=max(fig.layout.height or 0, 560 if display.presenter else 380))
+    return fig.update_layout(height=max(fig.layout.height or 0, 420 if display.presenter else 380))   # under the step bar
 
 
 def _branch_from(prefix: list, piece: str) -> None:

@@ -13,7 +13,7 @@ from .base import View, ViewContext
 MASK_TEXT = {
     "padding": "**Source padding mask.** A query may attend only to real source pieces: the `<pad>` "
                "positions that fill a batch up to its longest sentence are blocked "
-               "(grey = blocked, blue = may attend).",
+               "(:blue-background[blue] = may attend, :gray-background[grey] = masked).",
     "causal": "**Causal mask.** Decoder step t may look only at the pieces fed so far (positions ≤ t), "
               "never at pieces it has not produced yet.",
     "combined": "**Combined decoder mask.** Decoder self-attention applies both: a key is visible only if "
@@ -29,6 +29,7 @@ def batch_sentences(examples: list, source_key: str, current: str, count: int = 
 
 
 MASK_HEIGHT = 440      # px, the causal and combined masks of this sentence
+PADDING_HEIGHT = 260   # px, its one-row padding mask: a row of blocks, not a thin strip
 
 
 def render(ctx: ViewContext):
@@ -45,14 +46,18 @@ def render(ctx: ViewContext):
         return fig.update_layout(height=max(fig.layout.height or 0, MASK_HEIGHT))
 
     # (set while building: a shared figure is never changed after, other sessions are reading it)
+    # no colour bars on these three (the padding mask's text names the colours): in a third of the
+    # page the bar and its words took as much room as the cells
     figures = [
         ("padding", shared_figure(result, ("mask_padding",), lambda: mask_figure(
-            result.source_padding, None, result.source_tokens, "Source padding mask", width=width))),
+            result.source_padding, None, result.source_tokens, "Source padding mask", width=width,
+            legend=False, height=PADDING_HEIGHT))),
         ("causal", shared_figure(result, ("mask_causal",), lambda: tall(mask_figure(
-            causal_mask(T), result.output_tokens, result.target_tokens, "Causal mask", width=width)))),
+            causal_mask(T), result.output_tokens, result.target_tokens, "Causal mask", width=width,
+            legend=False)))),
         ("combined", shared_figure(result, ("mask_combined",), lambda: tall(mask_figure(
             decoder_mask([T], T)[0], result.output_tokens, result.target_tokens, "Combined decoder mask",
-            width=width)))),
+            width=width, legend=False)))),
     ]
     for column, (name, fig) in zip(columns, figures):
         with column:
