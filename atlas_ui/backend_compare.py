@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 # at module level (see backend.py: two threads importing one package at once can deadlock)
-from transformer.neighbours import nearest_pieces, source_ids, swap_word
+from transformer.neighbours import nearest_pieces, source_ids, source_side_ids, swap_word
 
 from .backend import ExplainFailed, get_translator, translate, translate_explained
 from .backend_explain import explain_unavailable
@@ -18,10 +18,16 @@ NEIGHBOURS = 8               # swap candidates offered for one word
 @st.cache_data(max_entries=256, show_spinner=False)
 def word_neighbours(model: ModelRef, device: str, pieces: tuple, k: int = NEIGHBOURS) -> list[tuple[str, float]]:
     """[(piece, cosine)] nearest to a word (its pieces' mean source embedding), pieces that start a
-    word only, so the swap replaces a whole word by a whole word; empty pieces (a bare ▁) left out."""
+    word only, so the swap replaces a whole word by a whole word; empty pieces (a bare ▁) left out.
+    A model with a joint vocabulary that ships source_pieces.json offers pieces of its source side
+    only (the German "▁zerrissene" was a neighbour of "horse")."""
     translator = get_translator(model, device)
     ids = source_ids(translator, list(pieces))
-    found = nearest_pieces(translator, ids, k + 4, word_start=True)
+    try:
+        side = source_side_ids(model.path)
+    except ValueError:               # a broken list: every piece, as before there was one
+        side = None
+    found = nearest_pieces(translator, ids, k + 4, word_start=True, among=side)
     return [(n.piece, n.similarity) for n in found if n.piece.lstrip("\u2581\u0120").strip()][:k]
 
 

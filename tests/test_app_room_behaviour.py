@@ -172,3 +172,35 @@ def test_the_what_if_table_says_its_log_p_is_the_plain_sum(en_de):
     clean(at)
     [table] = [md.value for md in at.markdown if 'class="aa-branch"' in md.value]
     assert table.count("total log p = ") == 2 and table.count("not length-normalised") == 2, table
+
+
+# ---- 8. embedding neighbours from the source side of the training data ---------------------------
+def test_source_pieces_file_round_trips_and_limits_the_neighbours(en_de, tmp_path):
+    from transformer.neighbours import nearest_pieces, source_ids, source_side_ids, write_source_pieces
+    sentences = ["A horse runs.", "Two horses jump over a fence.", "A dog sits on a red blanket."]
+    record = write_source_pieces(tmp_path, en_de, sentences, "three test sentences")
+    seen = sorted({i for ids in en_de.tokenizer.encode_batch(sentences) for i in ids})
+    assert source_side_ids(tmp_path).tolist() == seen and record["pieces_seen"] == len(seen)
+    assert (tmp_path / "source_pieces.json").stat().st_size < 4000, "small enough to ship beside a model"
+    horse = source_ids(en_de, ["▁horse"])
+    found = nearest_pieces(en_de, horse, 5, among=seen)
+    assert found and {n.id for n in found} <= set(seen) - set(horse)
+    assert source_side_ids(tmp_path / "elsewhere") is None, "no file: every piece, as before"
+    (tmp_path / "source_pieces.json").write_text('{"vocab_size": 8000, "bitmap": "!!"}')
+    with pytest.raises(ValueError, match="source pieces"):
+        source_side_ids(tmp_path)
+
+
+def test_compare_offers_english_neighbours_of_an_english_word(en_de):
+    from transformer.neighbours import nearest_pieces, source_ids, source_side_ids
+    everywhere = [n.piece for n in nearest_pieces(en_de, source_ids(en_de, ["▁horse"]), 12, word_start=True)]
+    assert "▁zerrissene" in everywhere, "the joint vocabulary's German piece this guards against"
+    at = opened(sentence="A brown horse runs in a field.", view="Compare", edited="")
+    words = next(group for group in at.get("button_group") if group.key == "compare_word")
+    index = words.options.index("horse")
+    words.set_value(index).run()
+    clean(at)
+    shown = [option.rsplit(" (", 1)[0] for option in at.radio(key=f"compare_swap_{index}").options]
+    english = set(source_side_ids(MODELS["en-de"]).tolist())
+    assert len(shown) == 8 and "zerrissene" not in shown
+    assert all(set(source_ids(en_de, ["▁" + piece])) <= english for piece in shown), shown

@@ -7,7 +7,7 @@ import html
 import pytest
 
 from test_app import MODELS, check_clean, new_app, specs
-from transformer.neighbours import nearest_pieces, source_ids, swap_word
+from transformer.neighbours import nearest_pieces, source_ids, source_side_ids, swap_word
 
 pytestmark = pytest.mark.skipif(not MODELS, reason="no model directory")
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."
@@ -63,7 +63,9 @@ def test_swap_a_word_for_a_neighbour(translator):
     check_clean(at, "click a word")
     source = translator.translate(SENTENCE, capture=False).source_tokens
     position = source.index("▁red")
-    expected = [n.piece for n in nearest_pieces(translator, source_ids(translator, ["▁red"]), 12, word_start=True)]
+    side = source_side_ids(MODELS.get("en-de", next(iter(MODELS.values()))))     # the English side only
+    expected = [n.piece for n in nearest_pieces(translator, source_ids(translator, ["▁red"]), 12, word_start=True,
+                                                among=side)]
     radio = at.radio(key=f"compare_swap_{index}")
     shown = [option.rsplit(" (", 1)[0] for option in radio.options]  # "blue (0.29)" -> "blue"
     assert shown == [piece.lstrip("▁") for piece in expected if piece.strip("▁")][:8]

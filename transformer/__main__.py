@@ -46,6 +46,12 @@ def main(argv=None) -> int:
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--device", default=None)
 
+    p = sub.add_parser("source-pieces", help="write MODEL/source_pieces.json: the pieces the source side of "
+                                             "the training data uses (embedding neighbours stay in that language)")
+    p.add_argument("model", nargs="?", default="pretrained/en-de")
+    p.add_argument("--data-dir", default=None, help=f"Multi30k folder (default {DEFAULT_DATA_DIR})")
+    p.add_argument("--split", default="train")
+
     from .diagnosis_cli import add_args as add_diagnose_args
     add_diagnose_args(sub.add_parser("diagnose", help="flag hallucinated and omitted pieces; rank sentences"))
 
@@ -64,6 +70,16 @@ def main(argv=None) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         print(out.text)
+        return 0
+    if args.command == "source-pieces":
+        from .data import read_split, resolve_data_dir
+        from .neighbours import SOURCE_PIECES, write_source_pieces
+        from .translator import Translator
+        tr = Translator.load(args.model)
+        lines = read_split(resolve_data_dir(args.data_dir), args.split, tr.source_lang)
+        record = write_source_pieces(args.model, tr, lines, f"Multi30k {args.split}.{tr.source_lang} ({len(lines):,} sentences)")
+        print(f"{record['pieces_seen']} of {record['vocab_size']} pieces occur in {record['data']}; "
+              f"wrote {os.path.join(args.model, SOURCE_PIECES)}")
         return 0
     if args.command == "diagnose":
         from .diagnosis_cli import run as run_diagnose
