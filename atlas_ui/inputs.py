@@ -5,6 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from transformer.language import PROFILED, normalize_code
+
 from . import state
 from .backend import available_devices
 from .catalogue import language_options, model_labels, model_languages, translation_tasks
@@ -210,10 +212,28 @@ def example_reference(row: dict | None, source_lang: str, target_lang: str, refe
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French"}
 
 
+def unchecked_note(source_lang) -> str:
+    """Why a wrong-language text passes silently for a model whose source language the check does
+    not know ("" when it knows it). An offline language-ID library that knows more was measured and
+    not adopted (benchmarks/bench_language_id.py, README)."""
+    code = normalize_code(source_lang)
+    if code in PROFILED:
+        return ""
+    known = ", ".join(LANGUAGE_NAMES[c] for c in sorted(PROFILED, key=LANGUAGE_NAMES.get)[:-1])
+    last = LANGUAGE_NAMES[sorted(PROFILED, key=LANGUAGE_NAMES.get)[-1]]
+    reads = LANGUAGE_NAMES.get(code, escape_md(str(source_lang or "a language it cannot name"), 30))
+    return (f"Language check: only {known} and {last} are recognised, so a text in the wrong language is not "
+            f"flagged for this model, which reads {reads}.")
+
+
 def language_note(translator, text: str, models: dict, current: str) -> None:
     """Above the chart: the sentence looks like another language than the model reads (a
     character n-gram check, transformer/language.py), with a one-click switch to a model here
     that reads that language, when there is one."""
+    scope = unchecked_note(translator.source_lang)
+    if scope:                 # the check cannot say anything for this model: say so, not nothing
+        st.caption(scope)
+        return
     try:
         check = translator.language_check(text)
     except ValueError:                               # nothing to read: the translation says so

@@ -204,3 +204,21 @@ def test_compare_offers_english_neighbours_of_an_english_word(en_de):
     english = set(source_side_ids(MODELS["en-de"]).tolist())
     assert len(shown) == 8 and "zerrissene" not in shown
     assert all(set(source_ids(en_de, ["▁" + piece])) <= english for piece in shown), shown
+
+
+# ---- 9. the app says which languages the language check knows ------------------------------------
+def test_a_model_reading_a_language_the_check_does_not_know_says_so(tmp_path, monkeypatch):
+    import shutil
+    folder = tmp_path / "models"
+    shutil.copytree(MODELS["en-de"], folder / "es-de")
+    config = json.loads((folder / "es-de" / "config.json").read_text())
+    (folder / "es-de" / "config.json").write_text(json.dumps({**config, "source_lang": "es"}))
+    monkeypatch.setenv("ATLAS_MODELS_DIR", str(folder))
+    at = opened(model="es-de", sentence="A man is riding a bike.", view="Heatmap")
+    notes = [caption.value for caption in at.caption if caption.value.startswith("Language check:")]
+    assert notes and "English, French and German" in notes[0] and "reads es" in notes[0], notes
+    assert not [w for w in at.warning if "looks like" in w.value], "nothing is claimed about the text"
+    monkeypatch.delenv("ATLAS_MODELS_DIR")
+    known = opened(sentence="Ein Mann fährt Fahrrad auf der Straße.", view="Heatmap")       # en-de reads English
+    assert not [c for c in known.caption if c.value.startswith("Language check:")]
+    assert [w for w in known.warning if "looks like German" in w.value]
