@@ -44,6 +44,14 @@ def test_every_what_if_candidate_is_on_screen_and_the_last_one_branches(browser,
     page.context.close()
 
 
+def in_view(page, key: str) -> None:
+    """Wait (the page scrolls smoothly) until the opened head's panel starts in the top third of the
+    window, or, at the end of the page where it cannot scroll that far, lies wholly in the window."""
+    page.wait_for_function("""(key) => { const r = document.querySelector(`.st-key-${key}_opened`).getBoundingClientRect();
+                                         return r.top >= 0 && (r.top < window.innerHeight / 3 || r.bottom <= window.innerHeight); }""",
+                           arg=key, timeout=10_000)
+
+
 def panel_box(page, key: str) -> dict:
     return page.evaluate("(key) => document.querySelector(`.st-key-${key}_opened`).getBoundingClientRect().toJSON()",
                          key)
@@ -60,20 +68,15 @@ def test_a_tile_click_brings_the_opened_head_into_view(browser, app_url, view, c
     click_point(page, 0, 1, marker)                # waits for the run the click starts
     page.wait_for_function(f"""() => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[1]
                                       .layout.title.text.includes('layer {layer} · head 1')""")
-    # the page scrolls (smoothly) until the opened head's panel starts in the window, under the header
-    page.wait_for_function("""(key) => { const r = document.querySelector(`.st-key-${key}_opened`).getBoundingClientRect();
-                                         return r.top >= 0 && r.top < window.innerHeight / 3; }""", arg=chart_key,
-                           timeout=10_000)
+    in_view(page, chart_key)
     head = page.evaluate("""() => document.querySelectorAll('[data-testid="stPlotlyChart"]')[1]
                                   .getBoundingClientRect().toJSON()""")
     assert head["top"] < WINDOW[1] - 200, f"the opened head's chart starts in the window: {head}"
     # a second click (another head) scrolls again, after the page was scrolled back to the tiles
     page.evaluate("() => document.querySelector('[data-testid=\"stPlotlyChart\"]').scrollIntoView({block: 'start'})")
-    assert panel_box(page, chart_key)["top"] > WINDOW[1] / 3
+    assert panel_box(page, chart_key)["bottom"] > WINDOW[1], "scrolled back: the opened head is out of view"
     click_point(page, 0, 1, next(i for i, point in enumerate(custom) if point[:2] == [layer, 0]))
-    page.wait_for_function("""(key) => { const r = document.querySelector(`.st-key-${key}_opened`).getBoundingClientRect();
-                                         return r.top >= 0 && r.top < window.innerHeight / 3; }""", arg=chart_key,
-                           timeout=10_000)
+    in_view(page, chart_key)
     assert page.problems == []
     page.context.close()
 
