@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import sys
+import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,27 @@ torch.set_num_threads(int(os.environ.get("ATLAS_TEST_THREADS", "2")))
 
 WORDS = ["red", "blue", "green", "dog", "cat", "man", "runs", "sits", "big", "small",
          "tree", "ball", "river", "girl", "jumps", "old"]
+
+
+# ---- markers: `-m "not browser and not hf and not slow"` runs the fast tests ----------------------
+BROWSER_FIXTURES = {"browser", "app_url"}        # Chromium through Playwright, an app server
+HF_FIXTURES = {"hf_dirs"}                        # the tiny Hugging Face models of tests/hf_tiny.py
+SLOW_MODULES = set()                             # whole modules whose tests take seconds each
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark each test by what it needs (pytest.ini describes the markers): `browser` for the
+    test_browser* modules and anything using Chromium or an app server, `hf` for anything using
+    the tiny Hugging Face models, `slow` for the app runs (test_app* modules and SLOW_MODULES)."""
+    for item in items:
+        module = item.path.stem
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if module.startswith("test_browser") or fixtures & BROWSER_FIXTURES:
+            item.add_marker(pytest.mark.browser)
+        if fixtures & HF_FIXTURES:
+            item.add_marker(pytest.mark.hf)
+        if module.startswith("test_app") or module in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
 
 
 def random_sentences(n: int, seed: int, min_len: int = 3, max_len: int = 8) -> list[str]:
@@ -78,6 +102,99 @@ def tiny_dir(tiny, tmp_path_factory):
     save_model_dir(path, tiny.model, tiny.tokenizer, card={"name": "tiny reverse", "scores": {}},
                    dtype=torch.float32)
     return path
+
+
+@pytest.fixture(scope="module")
+def translator():
+    """The app's default model (pretrained/en-de, or the first in $ATLAS_MODELS_DIR), loaded once
+    per module, so that what one module does to it no other module sees."""
+    from atlas_ui.catalogue import find_models
+    from atlas_ui.settings import DEFAULT_MODEL, models_dir
+    from transformer import Translator
+    models = find_models(str(models_dir()))
+    return Translator.load(models[DEFAULT_MODEL if DEFAULT_MODEL in models else next(iter(models))], device="cpu")
+
+
+# ---- tiny Hugging Face models: each family built once a session, on first use ------------------
+def _stamp(folder: Path) -> dict[str, tuple[int, int]]:
+    return {str(f.relative_to(folder)): (f.stat().st_size, f.stat().st_mtime_ns)
+            for f in sorted(folder.rglob("*")) if f.is_file()}
+
+
+class TinyModels(Mapping):
+    """The tiny Hugging Face model directories of tests/hf_tiny.py by family name, each built on its
+    first use and shared by the whole session. They are read-only: a test that changes a model's files
+    works on `copy(name, dest)`, and each module loads its own Translators (`load(name)`, a fraction of
+    a second), so that what one test does to a model never depends on the order tests run in.
+    `changed()` names any directory whose files differ from what was built; every test checks it."""
+
+    def __init__(self, tmp_path_factory, log: list | None = None):
+        import hf_tiny
+        self._factory, self._hf_tiny, self._log = tmp_path_factory, hf_tiny, log
+        self._built: dict[str, Path] = {}
+        self._stamps: dict[str, dict] = {}
+
+    def __getitem__(self, name: str) -> Path:
+        if name not in self._built:
+            if name not in self._hf_tiny.BUILDERS:
+                raise KeyError(name)
+            started = time.perf_counter()
+            folder = self._hf_tiny.build(name, self._factory.mktemp(f"hf-{name}"))
+            if self._log is not None:
+                self._log.append((name, time.perf_counter() - started))
+            self._built[name], self._stamps[name] = folder, _stamp(folder)
+        return self._built[name]
+
+    def __iter__(self):
+        return iter(self._hf_tiny.BUILDERS)
+
+    def __len__(self) -> int:
+        return len(self._hf_tiny.BUILDERS)
+
+    def languages(self, name: str) -> tuple[str | None, str | None]:
+        return self._hf_tiny.LANGUAGES.get(name, (None, None))
+
+    def load(self, name: str, **kwargs):
+        """A fresh Translator over the shared directory, in the family's languages unless given."""
+        from transformer import Translator
+        source, target = self.languages(name)
+        kwargs = {"device": "cpu", "source_lang": source, "target_lang": target, **kwargs}
+        return Translator.load(self[name], **kwargs)
+
+    def copy(self, name: str, dest: Path) -> Path:
+        """A private copy of the model directory at `dest`, free to change."""
+        return Path(shutil.copytree(self[name], dest))
+
+    def changed(self) -> list[str]:
+        return [name for name, folder in self._built.items() if _stamp(folder) != self._stamps[name]]
+
+
+_TINY_MODELS: list[TinyModels] = []
+TINY_BUILDS: list[tuple[str, float]] = []          # (family, seconds) of every build this session
+
+
+@pytest.fixture(scope="session")
+def hf_dirs(tmp_path_factory) -> TinyModels:
+    """{family: tiny model directory}, one build per family per session (see TinyModels)."""
+    models = TinyModels(tmp_path_factory, log=TINY_BUILDS)
+    _TINY_MODELS.append(models)
+    yield models
+    _TINY_MODELS.remove(models)
+
+
+def pytest_terminal_summary(terminalreporter):
+    if TINY_BUILDS:
+        builds = ", ".join(f"{name} {seconds:.0f} s" for name, seconds in TINY_BUILDS)
+        terminalreporter.write_line(f"tiny Hugging Face models built: {len(TINY_BUILDS)} ({builds})")
+
+
+@pytest.fixture(autouse=True)
+def _shared_tiny_models_unchanged():
+    """No test may change a shared tiny model's files: another test would see it."""
+    yield
+    for models in _TINY_MODELS:
+        changed = models.changed()
+        assert not changed, f"this test changed the shared tiny model(s) {changed}: use hf_dirs.copy()"
 
 
 # ---- browser tests: one app server and one Chromium for the whole session ----------------------

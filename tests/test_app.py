@@ -27,13 +27,6 @@ MODELS = find_models(str(models_dir()))
 pytestmark = pytest.mark.skipif(not MODELS, reason=f"no model directory in {models_dir()}")
 
 
-@pytest.fixture(scope="module")
-def translator():
-    from transformer import Translator
-    name = DEFAULT_MODEL if DEFAULT_MODEL in MODELS else next(iter(MODELS))
-    return Translator.load(MODELS[name], device="cpu")
-
-
 def new_app():
     from streamlit.testing.v1 import AppTest
     return AppTest.from_file(APP, default_timeout=120)

@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from test_app import MODELS, check_clean, escaped, new_app, specs, translator  # noqa: F401 (fixture)
+from test_app import MODELS, check_clean, escaped, new_app, specs
 
 EN = "A man in a blue shirt is riding a bike down the street."
 pytestmark = pytest.mark.skipif("en-de" not in MODELS, reason="needs pretrained/en-de")

@@ -202,17 +202,16 @@ def test_a_model_without_importance_marks_nothing(tmp_path, monkeypatch):
     assert any("no head_importance.json" in c.value for c in at.caption)
 
 
-def test_t5_is_explained_like_the_others(tmp_path, monkeypatch):
+def test_t5_is_explained_like_the_others(hf_dirs, tmp_path, monkeypatch):
     """T5 (RMSNorm, relative position bias) gets the norm-weighted views, ALTI+ and the Attribution
     view's methods; an unknown family would still be named as unsupported."""
     from types import SimpleNamespace
 
-    import hf_tiny
     from atlas_ui.backend_explain import explain_unavailable
     from transformer import Translator
     folder = tmp_path / "models"
     folder.mkdir()
-    shutil.move(str(hf_tiny.build("t5", tmp_path)), str(folder / "t5"))
+    hf_dirs.copy("t5", folder / "t5")
     assert explain_unavailable(Translator.load(folder / "t5", device="cpu")) is None
     assert "gpt2" in explain_unavailable(SimpleNamespace(family="gpt2"))
     monkeypatch.setenv("ATLAS_MODELS_DIR", str(folder))

@@ -15,14 +15,6 @@ from viz.stats import STAT_COLUMNS, STAT_TITLES
 pytestmark = pytest.mark.skipif(not MODELS, reason="no model directory")
 
 
-@pytest.fixture(scope="module")
-def translator():
-    from atlas_ui.settings import DEFAULT_MODEL
-    from transformer import Translator
-    name = DEFAULT_MODEL if DEFAULT_MODEL in MODELS else next(iter(MODELS))
-    return Translator.load(MODELS[name], device="cpu")
-
-
 def started(open_view: str | None = None, **params):
     """A first run (with URL query parameters), then a click on the view `open_view`."""
     at = new_app()

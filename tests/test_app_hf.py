@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import hf_tiny
 from test_app import MODELS, check_clean, new_app, open_inputs, specs
 from atlas_ui.views import VIEWS
 
@@ -23,11 +22,11 @@ SENTENCE = "A man is riding a bike."
 
 
 @pytest.fixture(scope="module")
-def hf_models(tmp_path_factory):
+def hf_models(hf_dirs, tmp_path_factory):
     """A models folder holding the three tiny models under their family names, and a BERT."""
-    build_root, models = tmp_path_factory.mktemp("hf-build"), tmp_path_factory.mktemp("hf-models")
+    models = tmp_path_factory.mktemp("hf-models")
     for name in FAMILIES:
-        shutil.move(str(hf_tiny.build(name, build_root)), str(models / name))
+        hf_dirs.copy(name, models / name)
     bert = models / "bert"
     bert.mkdir()
     (bert / "config.json").write_text(json.dumps({"model_type": "bert", "architectures": ["BertModel"]}))

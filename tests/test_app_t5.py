@@ -6,7 +6,6 @@ is tried once per translation, not on every run."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import pytest
 
@@ -19,11 +18,11 @@ SENTENCE = "A man is riding a bike."
 
 
 @pytest.fixture(scope="module")
-def t5_models(tmp_path_factory):
+def t5_models(hf_dirs, tmp_path_factory):
     """A models folder with the tiny T5 (t5-small's tasks) and a copy that names no translation task."""
-    build, models = tmp_path_factory.mktemp("t5-build"), tmp_path_factory.mktemp("t5-models")
-    shutil.move(str(hf_tiny.build("t5", build)), str(models / "t5"))
-    shutil.copytree(models / "t5", models / "t5-summary")
+    models = tmp_path_factory.mktemp("t5-models")
+    hf_dirs.copy("t5", models / "t5")
+    hf_dirs.copy("t5", models / "t5-summary")
     config_file = models / "t5-summary" / "config.json"
     config = json.loads(config_file.read_text())
     config["task_specific_params"] = {"summarization": hf_tiny.T5_TASKS["summarization"]}

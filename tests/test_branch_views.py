@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from test_app import MODELS, check_clean, new_app, specs, translator, z_array  # noqa: F401 (fixture)
+from test_app import MODELS, check_clean, new_app, specs, z_array
 
 EN = "A man in a blue shirt is riding a bike down the street."
 STEP = 2            # 0-based: the first step whose inputs differ between the original and the branch

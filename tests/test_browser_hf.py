@@ -4,11 +4,9 @@ translation is shown."""
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
-import hf_tiny
 from atlas_ui.views import VIEWS
 from browser_utils import (NEEDS_BROWSER, TRANSLATION, open_page, pick_view, running_app, script_run,
                            wait_charts_drawn)
@@ -17,9 +15,9 @@ pytestmark = NEEDS_BROWSER
 
 
 @pytest.fixture(scope="module")
-def marian_url(tmp_path_factory):
-    build, models = tmp_path_factory.mktemp("hf-build"), tmp_path_factory.mktemp("hf-models")
-    shutil.move(str(hf_tiny.build("marian", build)), str(models / "opus-tiny-en-de"))
+def marian_url(hf_dirs, tmp_path_factory):
+    models = tmp_path_factory.mktemp("hf-models")
+    hf_dirs.copy("marian", models / "opus-tiny-en-de")
     with running_app(tmp_path_factory.mktemp("hf-server"), env={"ATLAS_MODELS_DIR": str(models)}) as url:
         yield url
 

@@ -270,14 +270,8 @@ def test_an_unknown_family_is_refused_with_a_clear_message():
 
 # ---- Hugging Face: BART-like families (Marian post-LN, NLLB pre-LN), tiny models built here -------
 @pytest.fixture(scope="module")
-def hf_tiny(tmp_path_factory):
-    from hf_tiny import LANGUAGES, build
-    root = tmp_path_factory.mktemp("hf_explain")
-    loaded = {}
-    for name in ("marian", "nllb"):
-        source, target = LANGUAGES.get(name, (None, None))
-        loaded[name] = Translator.load(build(name, root), device="cpu", source_lang=source, target_lang=target)
-    return loaded
+def hf_tiny(hf_dirs):
+    return {name: hf_dirs.load(name) for name in ("marian", "nllb")}
 
 
 @pytest.mark.parametrize("name", ["marian", "nllb"])

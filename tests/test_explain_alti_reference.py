@@ -177,14 +177,14 @@ def test_our_post_ln_model_with_random_biases_and_gains(en_de):
 
 
 @pytest.fixture(scope="module")
-def hf_random(tmp_path_factory):
-    """Tiny HF models (random weights, saved, randomised biases and norm parameters, loaded back)."""
-    from hf_tiny import LANGUAGES, build, randomise_biases
+def hf_random(hf_dirs, tmp_path_factory):
+    """Tiny HF models (copies of the shared ones, biases and norm parameters randomised, loaded back)."""
+    from hf_tiny import LANGUAGES, randomise_biases
     root = tmp_path_factory.mktemp("alti_reference")
     loaded = {}
     for name in HF_NAMES:
         source, target = LANGUAGES.get(name, (None, None))
-        folder = randomise_biases(build(name, root, steps=0), seed=len(loaded))
+        folder = randomise_biases(hf_dirs.copy(name, root / name), seed=len(loaded))
         loaded[name] = Translator.load(folder, device="cpu", source_lang=source, target_lang=target)
     return loaded
 

@@ -17,11 +17,11 @@ NAMES = ("t5", "t5_v11")
 
 
 @pytest.fixture(scope="module")
-def t5(tmp_path_factory):
-    from hf_tiny import build, randomise_biases, t5_v11
-    root = tmp_path_factory.mktemp("t5_explain")
-    folder = build("t5", root)
-    folders = {"t5": folder, "t5_v11": randomise_biases(t5_v11(folder, root / "v11"))}
+def t5(hf_dirs, tmp_path_factory):
+    from hf_tiny import randomise_biases, t5_v11
+    folder = hf_dirs["t5"]                                   # shared: t5_v11 writes into a copy
+    v11 = t5_v11(folder, tmp_path_factory.mktemp("t5_explain") / "v11")
+    folders = {"t5": folder, "t5_v11": randomise_biases(v11)}
     loaded = {name: Translator.load(f, device="cpu", source_lang="en", target_lang="de") for name, f in folders.items()}
     c = loaded["t5_v11"].config
     assert c.n_heads * c.d_head != c.d_model and loaded["t5_v11"].model.config.is_gated_act

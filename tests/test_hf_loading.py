@@ -10,20 +10,13 @@ import time
 import pytest
 
 from conftest import REPO
-from hf_tiny import build
 from transformer import Translator
 
 
-@pytest.fixture(scope="module")
-def dirs(tmp_path_factory):
-    """Untrained tiny models: loading does not care what they translate."""
-    root = tmp_path_factory.mktemp("hf-load")
-    return {name: build(name, root, steps=0) for name in ("marian", "m2m100", "t5")}
-
-
 @pytest.fixture
-def marian_copy(dirs, tmp_path):
-    return shutil.copytree(dirs["marian"], tmp_path / "opus-mt-copy")
+def marian_copy(hf_dirs, tmp_path):
+    """The session's tiny Marian (conftest's hf_dirs, shared and read-only) copied to change."""
+    return hf_dirs.copy("marian", tmp_path / "opus-mt-copy")
 
 
 def test_a_missing_directory_names_it(tmp_path):
@@ -34,6 +27,8 @@ def test_a_missing_directory_names_it(tmp_path):
 
 
 def test_a_hub_id_offline_fails_at_once(monkeypatch):
+    from transformer.hf.runtime import runtime
+    runtime()           # transformers' one-time import (seconds; done by earlier tests in a full run) is not timed
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     started = time.perf_counter()
     with pytest.raises(FileNotFoundError, match="Helsinki-NLP/opus-mt-en-de.*offline"):
@@ -43,7 +38,8 @@ def test_a_hub_id_offline_fails_at_once(monkeypatch):
 
 def test_an_unreachable_hub_fails_fast():
     """Online mode, but the hub endpoint refuses connections: a clear error within seconds."""
-    code = ("import time\nfrom transformer import Translator\nt = time.perf_counter()\n"
+    code = ("import time\nfrom transformer import Translator\nfrom transformer.hf.runtime import runtime\n"
+            "runtime()\nt = time.perf_counter()\n"                  # the one-time import is not timed
             "try:\n    Translator.load('someone/no-such-model')\nexcept FileNotFoundError as e:\n"
             "    print('ERR', time.perf_counter() - t, e)\n")
     env = dict(os.environ, HF_ENDPOINT="http://127.0.0.1:9", PYTHONPATH=str(REPO))
@@ -118,20 +114,20 @@ def test_a_missing_tokenizer_names_it(marian_copy):
         Translator.load(marian_copy)
 
 
-def test_language_codes_are_checked(dirs, tmp_path):
-    assert Translator.load(dirs["m2m100"]).target_lang == "de"      # the tokenizer's saved pair
-    m2m = shutil.copytree(dirs["m2m100"], tmp_path / "m2m")
+def test_language_codes_are_checked(hf_dirs, tmp_path):
+    assert Translator.load(hf_dirs["m2m100"]).target_lang == "de"      # the tokenizer's saved pair
+    m2m = shutil.copytree(hf_dirs["m2m100"], tmp_path / "m2m")
     settings = json.loads((m2m / "tokenizer_config.json").read_text())
     settings.pop("tgt_lang", None)
     (m2m / "tokenizer_config.json").write_text(json.dumps(settings))
     with pytest.raises(ValueError, match=r"m2m: a multilingual model needs source_lang= and target_lang=, e.g. \["):
         Translator.load(m2m)
     with pytest.raises(ValueError, match="target_lang='xx' is not a language code"):
-        Translator.load(dirs["m2m100"], source_lang="en", target_lang="xx")
-    tr = Translator.load(dirs["m2m100"], source_lang="de", target_lang="fr")
+        Translator.load(hf_dirs["m2m100"], source_lang="en", target_lang="xx")
+    tr = Translator.load(hf_dirs["m2m100"], source_lang="de", target_lang="fr")
     out = tr.translate("Ein Hund.", max_len=3)
     assert out.source_tokens[0] == "__de__" and out.output_tokens[0] == "__fr__"
     with pytest.raises(ValueError, match=r"config\.json: no T5 task for .en. -> .xx."):
-        Translator.load(dirs["t5"], source_lang="en", target_lang="xx")
-    t5 = Translator.load(dirs["t5"], source_lang="en", target_lang="fr")      # built-in prefix
+        Translator.load(hf_dirs["t5"], source_lang="en", target_lang="xx")
+    t5 = Translator.load(hf_dirs["t5"], source_lang="en", target_lang="fr")      # built-in prefix
     assert t5.translate("A dog.", max_len=2).source_tokens[0] == t5.tokenizer.hf.tokenize("translate")[0]

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from conftest import REPO
-from hf_tiny import LANGUAGES, build_all
+from hf_tiny import LANGUAGES
 from transformer import Translator
 from transformer.capture import _current_recorder
 from transformer.hf import HFTranslator
@@ -25,18 +25,9 @@ SENTENCES = ["A man is riding a bike.", "Two dogs play in the snow.", "A girl in
 KINDS = ("encoder_self", "decoder_self", "cross")
 
 
-@pytest.fixture(scope="session")
-def hf_dirs(tmp_path_factory):
-    return build_all(tmp_path_factory.mktemp("hf"))
-
-
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def hf(hf_dirs):
-    loaded = {}
-    for name, path in hf_dirs.items():
-        source, target = LANGUAGES.get(name, (None, None))
-        loaded[name] = Translator.load(path, device="cpu", source_lang=source, target_lang=target)
-    return loaded
+    return {name: hf_dirs.load(name) for name in FAMILIES}
 
 
 def generate_ids(tr, text, **kwargs) -> list[int]:

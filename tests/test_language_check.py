@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from conftest import REPO
-from hf_tiny import DATA_DIR, LANGUAGES, build
+from hf_tiny import DATA_DIR
 from transformer import LanguageCheck, Translator
 from transformer import language
 
@@ -139,14 +139,8 @@ def test_threads_give_identical_results():
 
 # ---- Hugging Face models: the base-class method reads their source_lang -----------------------
 @pytest.fixture(scope="module")
-def hf(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hf_lang")
-    loaded = {}
-    for name in ("marian", "nllb", "t5", "bart"):
-        source, target = LANGUAGES.get(name, (None, None))
-        loaded[name] = Translator.load(build(name, root, steps=1), device="cpu", source_lang=source,
-                                       target_lang=target)
-    return loaded
+def hf(hf_dirs):
+    return {name: hf_dirs.load(name) for name in ("marian", "nllb", "t5", "bart")}
 
 
 @pytest.mark.parametrize("name", ["marian", "nllb", "t5"])

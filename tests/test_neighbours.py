@@ -5,8 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hf_tiny import LANGUAGES, build
-from transformer import Translator
 from viz.words import word_spans
 from transformer.neighbours import nearest_pieces, source_embedding_matrix, source_ids, swap_word
 
@@ -38,14 +36,8 @@ def vocabulary_size(translator, matrix) -> int:
 
 
 @pytest.fixture(scope="module")
-def hf_models(tmp_path_factory):
-    root = tmp_path_factory.mktemp("hf_neighbours")
-    loaded = {}
-    for name in FAMILIES:
-        source, target = LANGUAGES.get(name, (None, None))
-        loaded[name] = Translator.load(build(name, root, steps=1), device="cpu", source_lang=source,
-                                       target_lang=target)
-    return loaded
+def hf_models(hf_dirs):
+    return {name: hf_dirs.load(name) for name in FAMILIES}
 
 
 def check_exact(translator, text: str, k: int = 6) -> None:

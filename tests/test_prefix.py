@@ -1,6 +1,7 @@
 """translate(text, prefix=...): the first output pieces forced, then greedy or beam search goes on
 (issue 23, item 1; api.md "What if: a forced prefix, then decoding"). Ours (the tiny reversal
-model and pretrained/en-de) and every Hugging Face family (tests/hf_tiny.py, built once here)."""
+model and pretrained/en-de) and every Hugging Face family (tests/hf_tiny.py, built once a session
+by conftest's hf_dirs)."""
 import copy
 import math
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from conftest import REPO, random_sentences
-from hf_tiny import LANGUAGES, build_all
+from hf_tiny import LANGUAGES
 from transformer import Translator
 from transformer.capture import capture
 from transformer.decoding import forced_logits, length_normalizer
@@ -248,12 +249,8 @@ SOURCES = ["A man is riding a bike.", "Two dogs play in the snow."]
 
 
 @pytest.fixture(scope="module")
-def hf(tmp_path_factory):
-    loaded = {}
-    for name, path in build_all(tmp_path_factory.mktemp("hf_prefix")).items():
-        source, target = LANGUAGES.get(name, (None, None))
-        loaded[name] = Translator.load(path, device="cpu", source_lang=source, target_lang=target)
-    return loaded
+def hf(hf_dirs):
+    return {name: hf_dirs.load(name) for name in FAMILIES}
 
 
 def generate_ids(tr, text, prefix_ids, model=None, **kwargs) -> list[int]:
