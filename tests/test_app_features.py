@@ -140,12 +140,12 @@ def test_beam_view_tree_and_node_attention(translator):
     node_run = translator.translate(text, target=list(pieces))
     np.testing.assert_allclose(z_array(chart_titled(at, "Cross-attention")["data"][0]),
                                node_run.attention.cross[0, 0], atol=1e-5)
-    assert any(f"step {step + 1}, hypothesis {index}" in md.value for md in at.markdown)
+    assert any(f"step {step + 1}, hypothesis {index + 1}" in md.value for md in at.markdown)
     # a node picked for another sentence is not carried over: the returned hypothesis again
     at.session_state["beam_node"] = {"run": "another sentence", "node": [step, index]}
     at.run()
     final_step, final_index = out.beam_final
-    assert any(f"step {final_step + 1}, hypothesis {final_index}" in md.value for md in at.markdown)
+    assert any(f"step {final_step + 1}, hypothesis {final_index + 1}" in md.value for md in at.markdown)
 
 
 def test_rollout_next_to_last_layer_and_word_view(translator):

@@ -156,12 +156,16 @@ def test_the_low_confidence_note_suggests_the_models_own_direction():
 
 
 # ---- 3. the beam's score and the what-if's log p, each labelled ---------------------------------
-def test_the_beam_score_and_the_what_if_log_p_say_what_they_are():
+def test_the_beam_score_says_it_is_length_normalised_and_hypotheses_count_from_1(en_de):
+    out = en_de.translate(SECOND, beam_size=4)
     at = opened(sentence=SECOND, view="Beam", beam="4")
     tree = next(spec for spec in specs(at) if any(trace.get("name") == "nodes" for trace in spec["data"]))
     nodes = next(trace for trace in tree["data"] if trace.get("name") == "nodes")
     assert all("length-normalised" in hover for hover in nodes["hovertext"])
-    assert any("length-normalised score" in md.value for md in at.markdown), "the picked node's line"
+    assert nodes["hovertext"][0].startswith("step 1 · #1<br>") and tree["layout"]["yaxis"]["ticktext"][0] == "1"
+    step, index = out.beam_final                                 # the node shown first: the returned one
+    line = next(md.value for md in at.markdown if md.value.startswith("**Node:"))
+    assert line.startswith(f"**Node: step {step + 1}, hypothesis {index + 1}** · length-normalised score"), line
 
 
 def test_the_what_if_table_says_its_log_p_is_the_plain_sum(en_de):

@@ -62,7 +62,7 @@ def test_clicking_a_beam_node_shows_its_attention(browser, app_url):
     target = max((i for i, (s, _) in enumerate(nodes["custom"]) if s == 1), key=lambda i: nodes["custom"][i][1])
     step, index = nodes["custom"][target]
     click_point(page, 0, nodes["trace"], target)
-    wait_for_text(page, f"Node: step {step + 1}, hypothesis {index}")
+    wait_for_text(page, f"Node: step {step + 1}, hypothesis {index + 1}")
     # the node's attention has one row per piece of its hypothesis
     wait_for_plot(page, f"gd.layout.yaxis.ticktext.length === {step + 1}", index=1, timeout=60_000)
     assert page.problems == []

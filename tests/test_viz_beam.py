@@ -205,11 +205,11 @@ def test_beam_table_rows_and_final_path_flags():
                                    "on_final_path"]
     assert len(table) == len(NODES)
     assert table["step"].tolist() == [t + 1 for t, _ in NODES]
-    assert table["rank"].tolist() == [i for _, i in NODES]
+    assert table["rank"].tolist() == [i + 1 for _, i in NODES]           # counted from 1, as steps are
     last = table.iloc[-1]
     assert (last["piece"], last["prefix"]) == ("</s>", "<b>x</b> ▁Hund </s>")   # raw text
     assert last["score"] == pytest.approx(-0.4) and bool(last["finished"])
-    flagged = {(r.step - 1, r.rank) for r in table.itertuples() if r.on_final_path}
+    flagged = {(r.step - 1, r.rank - 1) for r in table.itertuples() if r.on_final_path}
     assert flagged == set(beam_path(HISTORY, FINAL))
     assert table["finished"].tolist() == [False, False, False, False, True, False, False, True]
     assert not beam_table(HISTORY)["on_final_path"].any()

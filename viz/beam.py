@@ -118,7 +118,7 @@ def beam_tree_figure(history: Sequence, final=None, *, title: str = "Beam search
     hover = []
     for t, i, h in nodes:
         status = "finished (ended)" if h.finished else "alive: kept in the beam"
-        hover.append(f"step {t + 1} · #{i}<br>{' '.join(display_tokens(h.pieces, show_space=show_space))}"
+        hover.append(f"step {t + 1} · #{i + 1}<br>{' '.join(display_tokens(h.pieces, show_space=show_space))}"
                      f"<br>score {h.score:.3f} (length-normalised: Σ log p ÷ a length penalty)<br>{status}"
                      + ("<br>on the returned path" if (t, i) in on_path else ""))
     scores = np.array([h.score for _, _, h in nodes])                                # (N,)
@@ -148,7 +148,7 @@ def beam_tree_figure(history: Sequence, final=None, *, title: str = "Beam search
                     line=dict(color=[PATH if on else "white" for on in highlight],
                               width=[3 if on else 1 for on in highlight])))
     rows = max(len(step) for step in steps)
-    x_labels, y_labels = [f"step {t + 1}" for t in range(len(steps))], [str(i) for i in range(rows)]
+    x_labels, y_labels = [f"step {t + 1}" for t in range(len(steps))], [str(i + 1) for i in range(rows)]   # counted from 1
     layout = dict(
         title=figure_title(title), plot_bgcolor="white", clickmode="event+select", hovermode="closest",
         # drawn in one pass: the labels' and the colour bar's room is there from the start
@@ -187,7 +187,7 @@ def beam_table(history: Sequence, final=None) -> pd.DataFrame:
     """One row per hypothesis, raw (unescaped) pieces: st.dataframe shows text, not HTML."""
     steps = check_history(history)
     on_path = set(_path(steps, final)) if final is not None else set()
-    rows = [dict(step=t + 1, rank=i, piece=h.pieces[-1], prefix=" ".join(h.pieces),
+    rows = [dict(step=t + 1, rank=i + 1, piece=h.pieces[-1], prefix=" ".join(h.pieces),
                  score=h.score, finished=h.finished, on_final_path=(t, i) in on_path)
             for t, step in enumerate(steps) for i, h in enumerate(step)]
     return pd.DataFrame(rows, columns=["step", "rank", "piece", "prefix", "score", "finished",

@@ -65,7 +65,7 @@ def render(ctx: ViewContext):
     step, index = node
     pieces, score, _, finished = result.beam[step][index]
     on_path = (step, index) in path
-    st.markdown(f"**Node: step {step + 1}, hypothesis {index}** · length-normalised score {score:.3f}"
+    st.markdown(f"**Node: step {step + 1}, hypothesis {index + 1}** · length-normalised score {score:.3f}"
                 + (" · finished" if finished else "") + (" · on the returned path" if on_path else ""))
     st.caption("Click a node in the tree to pick it. Its score is Σ log p ÷ a length penalty, so long and short "
                "hypotheses compare; a what-if's “total log p” is the plain sum. Below: the cross-attention of a "
