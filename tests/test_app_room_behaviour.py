@@ -117,6 +117,15 @@ def test_a_link_made_before_sentences_opens_the_first_and_one_sentence_has_no_pi
     assert not pickers(single) and "sentence_no" not in link_query(single)
 
 
+def test_a_sentence_is_shown_in_the_picker_as_text_never_as_markup():
+    at = opened(sentence='A man rides.\n<img src=x onerror="alert(1)"> **Big** [link](http://x) dogs.', view="Heatmap",
+                sentence_no="2")
+    line = next(md.value for md in at.markdown if md.value.startswith("**Sentence**"))
+    literal = line.replace("\\<", "").replace("\\*", "").replace("\\]", "")       # what Markdown shows as text
+    assert "2 of 2" in line and "<img" not in literal and "**" not in literal.removeprefix("**Sentence**"), line
+    assert "](http" not in literal, line
+
+
 def test_more_sentences_than_the_cap_are_cut_with_a_message():
     lines = [f"A dog number {n} runs." for n in range(MAX_SENTENCES + 3)]
     at = opened(sentence="\n".join(lines), view="Heatmap", sentence_no=str(MAX_SENTENCES + 2))
