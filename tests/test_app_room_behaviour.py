@@ -96,7 +96,8 @@ def test_each_sentence_is_translated_and_the_views_show_the_picked_one(en_de):
     [picker] = pickers(at)
     assert picker.options == ["1", "2"] and picker.value == 0
     heatmap = specs(at)[0]
-    assert "▁bike" in heatmap["layout"]["xaxis"]["ticktext"] and "▁dogs" not in heatmap["layout"]["xaxis"]["ticktext"]
+    keys = heatmap["layout"]["xaxis"]["ticktext"]
+    assert "▁bike" in keys and "▁dogs" not in keys
     assert f"{len(first.output_tokens)}: " in strip_html(at) and "sentence_no" not in link_query(at)
     picker.set_value(1).run()
     clean(at)
@@ -235,3 +236,23 @@ def test_a_model_reading_a_language_the_check_does_not_know_says_so(tmp_path, mo
     known = opened(sentence="Ein Mann fährt Fahrrad auf der Straße.", view="Heatmap")       # en-de reads English
     assert not [c for c in known.caption if c.value.startswith("Language check:")]
     assert [w for w in known.warning if "looks like German" in w.value]
+
+
+def test_the_source_pieces_command_reads_the_source_side_of_the_data_dir(en_de, tmp_path):
+    import gzip
+    import shutil
+
+    from transformer.__main__ import main
+    from transformer.neighbours import source_side_ids
+    model = tmp_path / "en-de"
+    shutil.copytree(MODELS["en-de"], model, ignore=shutil.ignore_patterns("source_pieces.json"))
+    data = tmp_path / "data"
+    data.mkdir()
+    english, german = ["A horse runs.", "Two dogs play."], ["Ein zerrissenes Pferd rennt.", "Zwei Hunde spielen."]
+    for lang, lines in (("en", english), ("de", german)):
+        with gzip.open(data / f"train.{lang}.gz", "wt", encoding="utf-8") as handle:
+            handle.write("\n".join(lines) + "\n")
+    assert main(["source-pieces", str(model), "--data-dir", str(data)]) == 0
+    seen = sorted({i for ids in en_de.tokenizer.encode_batch(english) for i in ids})
+    assert source_side_ids(model).tolist() == seen, "the English side only, never the German"
+    assert json.loads((model / "source_pieces.json").read_text())["data"] == "Multi30k train.en (2 sentences)"

@@ -77,7 +77,8 @@ def main(argv=None) -> int:
         from .translator import Translator
         tr = Translator.load(args.model)
         lines = read_split(resolve_data_dir(args.data_dir), args.split, tr.source_lang)
-        record = write_source_pieces(args.model, tr, lines, f"Multi30k {args.split}.{tr.source_lang} ({len(lines):,} sentences)")
+        described = f"Multi30k {args.split}.{tr.source_lang} ({len(lines):,} sentences)"
+        record = write_source_pieces(args.model, tr, lines, described)
         print(f"{record['pieces_seen']} of {record['vocab_size']} pieces occur in {record['data']}; "
               f"wrote {os.path.join(args.model, SOURCE_PIECES)}")
         return 0

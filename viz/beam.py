@@ -148,7 +148,8 @@ def beam_tree_figure(history: Sequence, final=None, *, title: str = "Beam search
                     line=dict(color=[PATH if on else "white" for on in highlight],
                               width=[3 if on else 1 for on in highlight])))
     rows = max(len(step) for step in steps)
-    x_labels, y_labels = [f"step {t + 1}" for t in range(len(steps))], [str(i + 1) for i in range(rows)]   # counted from 1
+    # hypotheses counted from 1, as steps are
+    x_labels, y_labels = [f"step {t + 1}" for t in range(len(steps))], [str(i + 1) for i in range(rows)]
     layout = dict(
         title=figure_title(title), plot_bgcolor="white", clickmode="event+select", hovermode="closest",
         # drawn in one pass: the labels' and the colour bar's room is there from the start
