@@ -114,7 +114,8 @@ def translations(model, device: str, sentences: Sentences, beam: int, shown) -> 
             for part, ref in zip(sentences.parts, sentences.references)]
     cold = sum(not holds(key) for i, key in enumerate(keys) if i != sentences.index)
     texts = []
-    with st.spinner(f"Translating the other {cold} sentences…") if cold else contextlib.nullcontext():
+    waiting = f"Translating {'the other sentence' if cold == 1 else f'the other {cold} sentences'}…"
+    with st.spinner(waiting) if cold else contextlib.nullcontext():
         for i, (part, ref) in enumerate(zip(sentences.parts, sentences.references)):
             if i == sentences.index:
                 texts.append(shown.text)
