@@ -98,7 +98,7 @@ def test_each_sentence_is_translated_and_the_views_show_the_picked_one(en_de):
     heatmap = specs(at)[0]
     keys = heatmap["layout"]["xaxis"]["ticktext"]
     assert "▁bike" in keys and "▁dogs" not in keys
-    assert f"{len(first.output_tokens)}: " in strip_html(at) and "sentence_no" not in link_query(at)
+    assert f'title="step {len(first.output_tokens)}: ' in strip_html(at) and "sentence_no" not in link_query(at)
     picker.set_value(1).run()
     clean(at)
     keys = specs(at)[0]["layout"]["xaxis"]["ticktext"]
@@ -147,11 +147,11 @@ def test_steps_are_counted_from_1_and_old_links_open_the_same_step(en_de):
     out = en_de.translate(SECOND)
     old = opened(sentence=SECOND, view="Decoding steps", step="4")              # made before step_no: from 0
     assert any(text.value.startswith(f"Step 5 of {len(out.steps)}:") for text in old.text)
-    assert current_piece_title(old).startswith(f"5: {out.output_tokens[4]} ")   # the strip's hover agrees
+    assert current_piece_title(old).startswith(f"step 5: {out.output_tokens[4]} ")   # the strip's hover agrees
     assert old.slider(key="step").value == 4
     assert link_query(old)["step_no"] == ["5"] and "step" not in link_query(old)
     new = opened(sentence=SECOND, view="Decoding steps", step_no="5")
-    assert new.slider(key="step").value == 4 and current_piece_title(new).startswith("5: ")
+    assert new.slider(key="step").value == 4 and current_piece_title(new).startswith("step 5: ")
     both = opened(sentence=SECOND, view="Decoding steps", step="1", step_no="3")
     assert both.slider(key="step").value == 2, "step_no wins over an old step="
     for bad in ("0", "-2", "x"):

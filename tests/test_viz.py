@@ -463,7 +463,7 @@ def test_token_probability_html_attributes_and_markdown_are_escaped():
     html = token_probability_html(['"><img src=x onerror=alert(1)>', "**b**", "$x$"], [0.5, 0.5, 0.5])
     assert "<img" not in html and '"><img' not in html
     assert "**" not in html and "$x$" not in html
-    assert 'title="1: &quot;&gt;&lt;img' in html             # pieces counted from 1, as steps are
+    assert 'title="step 1: &quot;&gt;&lt;img' in html        # steps counted from 1, as the views say
 
 
 def test_token_probability_html_shading_and_space():

@@ -160,13 +160,13 @@ def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
         background, colour = probability_colour(prob)
         label = escape_html(show_piece(tok, show_space=show_space))
         mark = "outline:2px solid #111;outline-offset:1px;text-decoration:underline;" if i == current else ""
-        title = f"{i + 1}: {label} p={prob:.3f}"          # counted from 1, as "Step 5 of 17" is
+        title = f"step {i + 1}: {label} p={prob:.3f}"     # counted from 1, as "Step 5 of 17" is
         if scores is not None:
             title += f" · unsupported by the source? {scores[i]:.2f}" if i in flagged else f" · unsupported {scores[i]:.2f}"
         classes = "aa-token" + (" aa-current" if i == current else "") + (" aa-unsupported" if i in flagged else "")
         frame = UNSUPPORTED_MARK if i in flagged else ""
         spans.append(
-            f'<span class="{classes}" title="{title}" '
+            f'<span class="{classes}" title="{title}" data-index="{i}" '
             f'style="background-color:{background};color:{colour};padding:1px 3px;{mark}{frame}'
             f'margin:1px;border-radius:3px;white-space:pre;display:inline-block">{label}</span>')
     sure, unsure = probability_colour(1.0)[0], probability_colour(0.0)[0]
