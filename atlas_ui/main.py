@@ -19,7 +19,7 @@ from .landing import land
 from .inputs import input_area, language_note, language_picker, show_status, sidebar
 from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
                        extra_models, max_concurrent, models_dir, real_model_hint, torch_threads)
-from .share import PRESENTER_CSS, export_buttons, file_stem, share_box
+from .share import PRESENTER_CSS, PRESENTER_SHARE_OPEN, export_buttons, file_stem, presenter_share, share_box
 from .views import URL_FIELDS, VIEWS, ViewContext
 from .views.contributions import source_share_bar
 from .views.diagnosis import translation_strip
@@ -33,6 +33,8 @@ LOG = logging.getLogger("atlas_ui")
 # blocks (the translation strip, the source strip, the what-if table) end in a div, which has none,
 # so without the last rule their last line ran under the next element.
 # On a phone the view's first chart comes before its controls (a shared link shows its picture first).
+# The input row's buttons keep their words (a narrow main area with the sidebar open, the presenter's
+# popover): the sentence box gives up the room.
 COMPACT_CSS = """<style>
 [data-testid='stMainBlockContainer']{padding-top:0.3rem;padding-bottom:2rem}
 [data-testid='stHeader']{background:transparent;pointer-events:none}
@@ -47,6 +49,8 @@ COMPACT_CSS = """<style>
 .st-key-view_body [data-testid='stRadioOption'] p{white-space:nowrap}
 @media (max-width:640px){.st-key-view_body > :nth-child(1 of :has([data-testid='stPlotlyChart'])){order:-1}}
 .st-key-view [role='radiogroup']{gap:0.1rem 1rem;flex-wrap:wrap}
+[data-testid='stColumn']:has(.st-key-translate),[data-testid='stColumn']:has(.st-key-inputs_open){min-width:max-content}
+[data-testid='stPopoverBody']:has(.st-key-translate){width:min(46rem,92vw)}
 .st-key-view label p{font-size:0.84rem;border-bottom:2px solid transparent}
 .st-key-view [data-testid='stRadioOption'] > div > div:first-child{display:none}
 .st-key-view [data-testid='stRadioOption'][data-selected='true'] p{font-weight:600;border-bottom-color:currentColor}
@@ -243,7 +247,9 @@ def page() -> None:
     follow_example_language(examples, source_lang)
     if display.presenter:              # one slim bar: leave, the sentence folded away, the view picker
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
-        leave, sentence, picker = st.columns([1.1, 1.6, 4.3], vertical_alignment="center")
+        leave, sentence, share_at, picker = st.columns([1.1, 1.8, 0.8, 3.5], vertical_alignment="center")
+        share = share_at.popover("Share", width="stretch", key=PRESENTER_SHARE_OPEN, on_change="rerun",
+                                 help="The link to this view and its QR code, for the room")
         leave.button("✕ Presenter", key="presenter_exit", on_click=state.put, args=("presenter", False),
                      help="Leave presenter mode", width="stretch")
         with sentence.popover("Sentence and decoding", width="stretch"):
@@ -317,7 +323,7 @@ def page() -> None:
             params[name] = value if isinstance(value, (str, int, float)) and not isinstance(value, bool) else (
                 1 if value is True else None)
         state.write_url(params)
-        guarded(share_box, share, params)
+        guarded(presenter_share if display.presenter else share_box, share, params)
 
 
 def step_number(step):

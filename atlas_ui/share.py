@@ -65,6 +65,21 @@ def share_box(box, params: dict) -> None:
                 st.image(qr_svg(url), caption="Scan to open this view", width="stretch")
 
 
+PRESENTER_SHARE_OPEN = "presenter_share_open"     # session key: presenter mode's Share popover is open
+
+
+def presenter_share(box, params: dict) -> None:
+    """Presenter mode's Share popover (drawn only while open): the link and a large QR code for the
+    room. The link opens the plain page (no presenter mode): the audience reads it on a phone."""
+    if not box.open:
+        return
+    url = markdown_safe_url(share_url(st.context.url, {**params, "present": None}))
+    with box, st.container(key="share_link"):
+        st.markdown(f"[Link to this view]({url})")
+        st.image(qr_svg(url), caption="Scan to open this view", width=300)
+        st.code(url, language=None, wrap_lines=True)      # has a copy button
+
+
 @functools.lru_cache(maxsize=256)
 def qr_svg(url: str) -> str:
     """The link as a QR code (SVG text, black on white, with the quiet zone scanners need)."""

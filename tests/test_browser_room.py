@@ -1,0 +1,187 @@
+"""What a room sees (issue 31), in Chromium: every view's share link in presenter mode at 1280x720
+(a projector), with a 10-word and an 18-word sentence, draws charts whose text labels never overlap,
+whose tick labels are at least 12 px, and whose charts on the first screen lie wholly inside the
+window; the first screen of the default view holds its whole heatmap, both axes, under a one-line
+page title; a phone (390x844) opens a share link on its chart; the presenter's bar and the input row
+keep their buttons' words whole, and presenter mode offers the share link and its QR code."""
+from __future__ import annotations
+
+from urllib.parse import quote, urlencode
+
+import pytest
+
+from atlas_ui.views import VIEWS
+from browser_utils import NEEDS_BROWSER, open_page, script_run, wait_charts_drawn, wait_for_text
+
+pytestmark = NEEDS_BROWSER
+PROJECTOR, PHONE = (1280, 720), (390, 844)
+SENTENCES = {10: "A little girl climbs the stairs to the red house.",
+             18: "Two men in blue shirts and a woman in a red dress walk their dog on the beach."}
+# the share-link parameters a view needs to show its picture (Beam: beam search; Ablation: heads off)
+LINK_PARAMS = {"Decoding steps": {"step": 3}, "Beam": {"beam": 4},
+               "Ablation": {"ablate": "cross:2:0,cross:2:1,cross:2:2,cross:2:3"}}
+MIN_TICK_PX = 12
+
+
+def view_link(base: str, view: str, sentence: str, **extra) -> str:
+    params = {"view": view, "sentence": sentence, **LINK_PARAMS.get(view, {}), **extra}
+    return f"{base}/?{urlencode(params, quote_via=quote)}"
+
+
+# Every text label plotly.js drew in each chart (ticks, colour-bar numbers and words, legends, axis,
+# chart and tile titles), as the four corners of its box on the screen: the box in the text's own
+# coordinates (getBBox) through its transform to the screen (getScreenCTM), so tilted labels keep
+# their tilt instead of a larger upright box.
+CHART_LABELS = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
+  .map(gd => {
+    const labels = [];
+    const texts = gd.querySelectorAll('.xtick text, .ytick text, .colorbar text, .legendtext, '
+                                      + 'text[class*="title"], .annotation-text');
+    for (const el of new Set(texts)) {
+      const style = getComputedStyle(el);
+      if (!el.textContent.trim() || style.display === 'none' || style.visibility === 'hidden') continue;
+      const box = el.getBBox(), m = el.getScreenCTM();
+      if (!m || box.width === 0) continue;
+      const at = (x, y) => [m.a * x + m.c * y + m.e, m.b * x + m.d * y + m.f];
+      labels.push({text: el.textContent, tick: Boolean(el.closest('.xtick, .ytick')),
+                   size: parseFloat(style.fontSize),
+                   corners: [at(box.x, box.y), at(box.x + box.width, box.y),
+                             at(box.x + box.width, box.y + box.height), at(box.x, box.y + box.height)]});
+    }
+    const r = gd.getBoundingClientRect();
+    return {title: (gd.layout && gd.layout.title && gd.layout.title.text) || '', labels,
+            rect: [r.left, r.top, r.right, r.bottom]};
+  })"""
+
+
+def _projection(corners, axis):
+    return [x * axis[0] + y * axis[1] for x, y in corners]
+
+
+def boxes_overlap(a, b, slack: float = 1.0) -> bool:
+    """Whether two convex quadrilaterals overlap by more than `slack` px (separating axis test):
+    glyph boxes include the font's leading, so boxes that touch are not text on text."""
+    for corners in (a, b):
+        for i in range(4):
+            (x1, y1), (x2, y2) = corners[i], corners[(i + 1) % 4]
+            length = ((x2 - x1) ** 2 + (y2 - y1) ** 2) ** 0.5
+            if length == 0:
+                continue
+            axis = ((y1 - y2) / length, (x2 - x1) / length)
+            pa, pb = _projection(a, axis), _projection(b, axis)
+            if min(pa) >= max(pb) - slack or min(pb) >= max(pa) - slack:
+                return False
+    return True
+
+
+def overlapping_labels(labels: list) -> list:
+    return [(a["text"], b["text"]) for i, a in enumerate(labels) for b in labels[i + 1:]
+            if boxes_overlap(a["corners"], b["corners"])]
+
+
+def test_the_overlap_check_sees_overlap_and_tilted_neighbours_apart():
+    square = [(0, 0), (10, 0), (10, 10), (0, 10)]
+    assert boxes_overlap(square, [(5, 5), (15, 5), (15, 15), (5, 15)])
+    assert not boxes_overlap(square, [(10.5, 0), (20, 0), (20, 10), (10.5, 10)])
+    # two boxes tilted 45 degrees side by side: their upright bounding boxes overlap, they do not
+    tilted = [(0, 10), (10, 0), (12, 2), (2, 12)]
+    assert not boxes_overlap(tilted, [(x + 6, y + 6) for x, y in tilted])
+
+
+@pytest.mark.parametrize("words", sorted(SENTENCES))
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_presenter_charts_are_legible_on_a_projector(browser, app_url, view, words):
+    page = open_page(browser, view_link(app_url, view, SENTENCES[words], present=1), viewport=PROJECTOR)
+    wait_charts_drawn(page)
+    charts = page.evaluate(CHART_LABELS)
+    width, height = PROJECTOR
+    for chart in charts:
+        name = f"{view}, {words} words, {chart['title'][:50]!r}"
+        assert overlapping_labels(chart["labels"]) == [], name
+        sizes = [label["size"] for label in chart["labels"] if label["tick"]]
+        assert sizes and min(sizes) >= MIN_TICK_PX, f"{name}: tick labels of {min(sizes or [0])} px"
+        left, top, right, bottom = chart["rect"]
+        if top < height:               # on the first screen: wholly inside the window
+            assert left >= 0 and top >= 0 and right <= width and bottom <= height, f"{name}: {chart['rect']}"
+    first = min(charts, key=lambda chart: chart["rect"][1])
+    assert first["rect"][1] < height / 2, f"{view}: the main chart starts at {first['rect'][1]:.0f} px"
+    assert page.problems == []
+    page.context.close()
+
+
+def test_the_first_screen_holds_the_default_heatmap_with_both_axes_under_a_page_title(browser, app_url):
+    page = open_page(browser, app_url, viewport=PROJECTOR)         # the default view, as a newcomer opens it
+    wait_charts_drawn(page)
+    width, height = PROJECTOR
+    main = page.evaluate(CHART_LABELS)[0]
+    left, top, right, bottom = main["rect"]
+    assert left >= 0 and top >= 0 and right <= width and bottom <= height, main["rect"]
+    ticks = [label for label in main["labels"] if label["tick"]]
+    assert len({label["text"] for label in ticks}) > 10               # both axes' pieces are drawn...
+    for label in ticks:                                               # ...and every one is on screen
+        assert all(0 <= x <= width and 0 <= y <= height for x, y in label["corners"]), label["text"]
+    # the title is on the page (the sidebar, which holds the other one, starts folded), on one line
+    title = page.locator('[data-testid="stMain"] .aa-title')
+    assert title.inner_text().startswith("Attention Atlas")
+    box = title.bounding_box()
+    assert box["height"] < 50 and box["y"] + box["height"] <= top
+    assert not page.locator('[data-testid="stSidebar"]').first.is_visible()
+    assert page.problems == []
+    page.context.close()
+
+
+@pytest.mark.parametrize("view", ["Heatmap", "Layer grid", "Decoding steps", "Masks"])
+def test_a_phone_opens_a_share_link_on_its_chart(browser, app_url, view):
+    page = open_page(browser, view_link(app_url, view, SENTENCES[10]), viewport=PHONE)
+    wait_charts_drawn(page)
+    chart_top = page.evaluate("""() => Math.min(...Array.from(
+        document.querySelectorAll('[data-testid="stPlotlyChart"]')).map(c => c.getBoundingClientRect().top))""")
+    assert 0 < chart_top < PHONE[1] - 120, f"{view}: the chart starts at {chart_top:.0f} px"
+    # the view's controls come after its first chart
+    controls = page.evaluate("""() => Array.from(document.querySelectorAll(
+        '.st-key-view_body [data-testid="stSelectbox"]')).map(c => c.getBoundingClientRect().top)""")
+    assert all(top > chart_top for top in controls), (chart_top, controls)
+    assert page.problems == []
+    page.context.close()
+
+
+# buttons whose words do not fit: the label's text runs wider than the room it is drawn in
+CUT_BUTTONS = """(scope) => Array.from(document.querySelectorAll(scope + ' button'))
+    .filter(b => b.offsetParent !== null)
+    .map(b => [b.innerText.trim(), b.querySelector('p, [data-testid="stMarkdownContainer"]') || b])
+    .filter(([text, el]) => text && el.scrollWidth > el.clientWidth + 1)
+    .map(([text]) => text)"""
+
+
+def test_the_presenter_bar_keeps_its_buttons_words_and_shows_the_share_link(browser, app_url):
+    page = open_page(browser, view_link(app_url, "Heatmap", SENTENCES[10], present=1), viewport=PROJECTOR)
+    wait_charts_drawn(page)
+    with script_run(page, runs=0):                    # opening the popover draws what it holds already
+        page.get_by_role("button", name="Sentence and decoding").click()
+    popover = '[data-testid="stPopoverBody"]'
+    page.locator(popover).get_by_role("button", name="Translate").wait_for()
+    assert page.evaluate(CUT_BUTTONS, popover) == []
+    page.keyboard.press("Escape")
+    # the share link and its QR code, without leaving presenter mode
+    with script_run(page):
+        page.get_by_role("button", name="Share").click()
+    wait_for_text(page, "Scan to open this view")
+    link = page.locator(f'{popover} .st-key-share_link a')
+    href = link.get_attribute("href")           # the audience opens the plain page on a phone
+    assert "view=Heatmap" in href and "present=" not in href
+    assert page.locator(f'{popover} [data-testid="stImage"]').first.is_visible()
+    assert page.problems == []
+    page.context.close()
+
+
+def test_the_input_row_keeps_its_buttons_words_with_the_sidebar_open(browser, app_url):
+    page = open_page(browser, view_link(app_url, "Heatmap", SENTENCES[10]), viewport=PROJECTOR)
+    wait_charts_drawn(page)
+    page.locator('[data-testid="stExpandSidebarButton"]').click()
+    page.wait_for_function("""() => { const s = document.querySelector('[data-testid="stSidebar"]');
+                                      return s && s.getBoundingClientRect().right > 200
+                                             && s.getAttribute('aria-expanded') === 'true'; }""")
+    wait_charts_drawn(page)                                           # redrawn at the narrower width
+    assert page.evaluate(CUT_BUTTONS, '[data-testid="stMain"]') == []
+    assert page.problems == []
+    page.context.close()
