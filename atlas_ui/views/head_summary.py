@@ -9,7 +9,7 @@ import streamlit as st
 from viz.stats import STAT_COLUMNS, STAT_TITLES
 
 from .. import state
-from ..common import as_arrow, chart, column_width, n_heads, n_layers, pick_kind
+from ..common import PRESENTER_MAX_HEIGHT, as_arrow, chart, column_width, n_heads, n_layers, pick_kind
 from ..result import kind_statistics
 from .base import View, ViewContext
 from .importance import importance_rows, importance_section, load_importance
@@ -19,6 +19,7 @@ from .stat_maps import scope_key, shared_table, statistic_map, statistic_maps
 SCOPES = ("This sentence", "All examples")
 TABLE_OPEN = "stats_table_open"   # session key: the table of every head is open
 MAIN_HEIGHT = 440          # px: the large statistic map and the opened head beside it
+FOCUS_SLIDE_HEIGHT = PRESENTER_MAX_HEIGHT - 60   # presenter: the opened head sits under its pickers
 
 
 def statistics_table(frames: dict) -> pd.DataFrame:
@@ -69,7 +70,8 @@ def render(ctx: ViewContext):
         chart(main, key, on_select=partial(on_tile_pick, key, n_layers(result, kind), n_heads(result)),
               selection_mode="points")
     with beside:
-        focus_panel(result, display, kind, "stats_focus", height=MAIN_HEIGHT - 60, width=column_width(halves, 1))
+        focus_panel(result, display, kind, "stats_focus", height=MAIN_HEIGHT - 60, width=column_width(halves, 1),
+                    max_height=FOCUS_SLIDE_HEIGHT)
     # the other statistics as small multiples in one chart (one element, not one per statistic)
     others = tuple(column for column in STAT_COLUMNS if column != statistic)
     key = f"stat_maps_{kind}_{statistic}"

@@ -9,14 +9,15 @@ import streamlit as st
 from viz import MAIN_WIDTH, attention_heatmap, overview_selection
 
 from .. import state
-from ..common import (chart, head_title, heat_height, n_heads, n_layers, pick_head, pick_layer, shared_figure,
-                      shows_norm, value_options, weights_for)
+from ..common import (PRESENTER_MAX_HEIGHT, chart, head_title, heat_height, n_heads, n_layers, pick_head, pick_layer,
+                      shared_figure, shows_norm, value_options, weights_for)
 
 
-def head_heatmap(result, display, kind, layer, head, key, height=None, width=MAIN_WIDTH):
+def head_heatmap(result, display, kind, layer, head, key, height=None, width=MAIN_WIDTH,
+                 max_height=PRESENTER_MAX_HEIGHT):
     """One head (or the mean over heads when head is None) as a large heatmap: its weights, or its
     norm-weighted values when the display asks for them and the run has them. `width`: its column's
-    (common.column_width), when it is not the main one."""
+    (common.column_width), when it is not the main one. `max_height`: its most in presenter mode."""
     norm = shows_norm(result, display)
 
     def build():
@@ -29,7 +30,7 @@ def head_heatmap(result, display, kind, layer, head, key, height=None, width=MAI
                                  **value_options(result, display, kind, weights))
 
     fig = shared_figure(result, ("head", kind, layer, head, display, height, width), build)
-    chart(fig, key)
+    chart(fig, key, max_height=max_height)
     return fig
 
 
@@ -64,7 +65,7 @@ def scroll_after_click(chart_key: str) -> None:
 
 
 def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = None, height: int | None = None,
-                width: float = MAIN_WIDTH):
+                width: float = MAIN_WIDTH, max_height: int = PRESENTER_MAX_HEIGHT):
     """The head a click opened, large, with layer/head selectors and an undo button."""
     columns = st.columns([2, 2, 1])
     with columns[0]:
@@ -72,7 +73,7 @@ def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = 
     with columns[1]:
         head = pick_head(result)
     undo_focus_button(columns[2])
-    return head_heatmap(result, display, kind, layer, head, key, height=height, width=width)
+    return head_heatmap(result, display, kind, layer, head, key, height=height, width=width, max_height=max_height)
 
 
 FOCUS_HISTORY = "_focus_history"     # (layer, head) before each click on a tile, newest last
