@@ -2,6 +2,7 @@
 so the model-core tests need neither the shipped models nor the Multi30k data."""
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import shutil
@@ -26,21 +27,38 @@ WORDS = ["red", "blue", "green", "dog", "cat", "man", "runs", "sits", "big", "sm
 # ---- markers: `-m "not browser and not hf and not slow"` runs the fast tests ----------------------
 BROWSER_FIXTURES = {"browser", "app_url"}        # Chromium through Playwright, an app server
 HF_FIXTURES = {"hf_dirs"}                        # the tiny Hugging Face models of tests/hf_tiny.py
-SLOW_MODULES = set()                             # whole modules whose tests take seconds each
+SLOW_MODULES = {"test_analyze", "test_cli", "test_pretrained", "test_server_process", "test_serving",
+                "test_training"}                 # corpus runs, servers, training: seconds a test
+SLOW_TESTS = {                                   # single tests of other modules, 8-50 s each on a busy machine
+    "test_asgi.py::test_app_py_is_the_servers_application_when_imported_and_the_page_in_a_script_run",
+    "test_decoding.py::test_beam_size_one_equals_greedy",
+    "test_decoding.py::test_translate_batch_matches_translate",
+    "test_diagnosis.py::test_bf16_passes_stay_close_to_float32",
+    "test_explain.py::test_alti_parts_sum_to_each_block_output_of_the_model",
+    "test_explain.py::test_perturbation_and_rank_correlation",
+    "test_explain.py::test_shapes_dtypes_and_default_off",
+    "test_hf_loading.py::test_an_unreachable_hub_fails_fast",
+    "test_language_check.py::test_shipped_profile_is_what_the_build_writes",
+    "test_prefix.py::test_a_prefix_of_max_len_minus_one_pieces_leaves_one_step",
+    "test_prefix.py::test_a_prefix_of_max_len_pieces_is_the_whole_translation",
+}
 
 
 def pytest_collection_modifyitems(config, items):
     """Mark each test by what it needs (pytest.ini describes the markers): `browser` for the
     test_browser* modules and anything using Chromium or an app server, `hf` for anything using
-    the tiny Hugging Face models, `slow` for the app runs (test_app* modules and SLOW_MODULES)."""
+    the tiny Hugging Face models, `slow` for AppTest runs of the whole app (test_app* modules and any
+    module using test_app's new_app), SLOW_MODULES and SLOW_TESTS."""
     for item in items:
         module = item.path.stem
         fixtures = set(getattr(item, "fixturenames", ()))
+        named = f"{item.path.name}::{getattr(item, 'originalname', item.name)}"
         if module.startswith("test_browser") or fixtures & BROWSER_FIXTURES:
             item.add_marker(pytest.mark.browser)
         if fixtures & HF_FIXTURES:
             item.add_marker(pytest.mark.hf)
-        if module.startswith("test_app") or module in SLOW_MODULES:
+        if (module.startswith("test_app") or hasattr(item.module, "new_app") or module in SLOW_MODULES
+                or named in SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
 
 
@@ -53,8 +71,21 @@ def reverse(sentence: str) -> str:
     return " ".join(reversed(sentence.split()))
 
 
+@contextlib.contextmanager
+def one_thread():
+    """Torch on one thread for a while. Tiny models train on one: at d_model 32-64 a second thread
+    mostly waits, and on a machine whose cores are shared 40 steps of train_tiny took 360 s on two
+    threads against 10-30 s on one. The weights then do not depend on ATLAS_TEST_THREADS either."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
 def train_tiny(norm_first: bool = True, steps: int = 450, seed: int = 0, tie: bool = True):
-    """Train a 2+2-layer model to reverse word sequences. Returns (translator, losses)."""
+    """Train a 2+2-layer model to reverse word sequences (on one thread). Returns (translator, losses)."""
     from transformer.config import ModelConfig
     from transformer.data import collate, token_batches
     from transformer.model import Transformer
@@ -75,14 +106,15 @@ def train_tiny(norm_first: bool = True, steps: int = 450, seed: int = 0, tie: bo
     optimizer = torch.optim.Adam(model.parameters(), lr=3e-3, betas=(0.9, 0.98), eps=1e-9)
     generator = torch.Generator().manual_seed(seed)
     losses, step = [], 0
-    while step < steps:
-        for batch in token_batches(source, target, 800, generator):
-            step += 1
-            loss, _ = train_step(model, optimizer, *collate(batch, source, target), label_smoothing=0.0,
-                                 clip=1.0, lr=learning_rate(step, 3e-3, 100))
-            losses.append(loss)
-            if step >= steps:
-                break
+    with one_thread():
+        while step < steps:
+            for batch in token_batches(source, target, 800, generator):
+                step += 1
+                loss, _ = train_step(model, optimizer, *collate(batch, source, target), label_smoothing=0.0,
+                                     clip=1.0, lr=learning_rate(step, 3e-3, 100))
+                losses.append(loss)
+                if step >= steps:
+                    break
     model.eval()
     return Translator(model, tokenizer, card={"name": "tiny reverse"}, device="cpu"), losses
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from conftest import REPO, random_sentences
+from conftest import REPO, one_thread, random_sentences
 
 DATA_DIR = Path(os.environ.get("ATLAS_DATA_DIR") or REPO.parent / "shared" / "data" / "multi30k").resolve()
 TINY = dict(d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
@@ -60,24 +60,19 @@ def fairseq_vocab(pieces) -> dict[str, int]:
 
 
 def fit(model, tokenizer, pairs, steps: int, seed: int = 0) -> None:
-    """A few teacher-forced steps: enough for </s> to appear and outputs to depend on inputs.
-    On one thread: at d_model 32 a second thread only waits on the first, and on a shared machine a
-    step took 0.3 s on one thread and 1-4 s on two. The weights do not depend on ATLAS_TEST_THREADS."""
+    """A few teacher-forced steps: enough for </s> to appear and outputs to depend on inputs. On one
+    thread (conftest.one_thread): on a busy machine a step took 0.3 s on one thread and 1-4 s on two."""
     torch.manual_seed(seed)
     sources, targets = zip(*pairs)
     batch = tokenizer(list(sources), text_target=list(targets), padding=True, return_tensors="pt")
     batch["labels"] = batch["labels"].masked_fill(batch["labels"] == tokenizer.pad_token_id, -100)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     model.train()
-    try:
+    with one_thread():
         for _ in range(steps):
             optimizer.zero_grad()
             model(**batch).loss.backward()
             optimizer.step()
-    finally:
-        torch.set_num_threads(threads)
     model.eval()
 
 
