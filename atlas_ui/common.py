@@ -49,7 +49,7 @@ def escape_md(text: str, limit: int = 300) -> str:
 # the window under the presenter's bar and the translation (its labels then get smaller type, or every
 # k-th label: viz.presenter_figure).
 PRESENTER_MAIN_FROM, PRESENTER_MIN_HEIGHT, PRESENTER_MAX_HEIGHT = 300, 470, 480
-STEP_SLIDE_HEIGHT = 420         # under the step buttons and the "Step t of T" heading as well
+STEP_SLIDE_HEIGHT = 440         # under the step buttons and the "Step t of T" heading as well
 
 
 def chart(fig, key: str, max_height: int = PRESENTER_MAX_HEIGHT, **kwargs):
@@ -95,7 +95,7 @@ def as_arrow(result, key: tuple, frame):
     return shared_table(result, (*key, "arrow"), lambda: frame)
 
 
-def heat_height(rows: int, low: int = 320, high: int = 900) -> int:
+def heat_height(rows: int, low: int = 360, high: int = 900) -> int:
     """A large map's height: 15 px a row (11 px labels) plus its title and key labels, so that the
     first screen's map (a 17-piece sentence) holds both axes inside a 1280x720 window."""
     return int(min(high, max(low, 94 + 15 * rows)))

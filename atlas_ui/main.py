@@ -39,10 +39,10 @@ COMPACT_CSS = """<style>
 [data-testid='stMainBlockContainer']{padding-top:0.3rem;padding-bottom:2rem}
 [data-testid='stHeader']{background:transparent;pointer-events:none}
 [data-testid='stHeader'] button,[data-testid='stHeader'] a{pointer-events:auto}
-.aa-title{font-size:1.05rem;line-height:2.3rem;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
+.aa-title{font-size:1.05rem;line-height:2.1rem;white-space:nowrap;overflow:hidden;text-overflow:ellipsis}
 .aa-title span{opacity:0.6;font-size:0.9rem}
 @media (max-width:640px){.aa-title{padding-left:2.4rem}.aa-title span{display:none}}
-[data-testid='stMain'] [data-testid='stVerticalBlock']{gap:0.45rem}
+[data-testid='stMain'] [data-testid='stVerticalBlock']{gap:0.4rem}
 .st-key-view_body .stSelectbox,.st-key-view_body .stRadio{display:flex;flex-direction:row;align-items:center;gap:0.45rem}
 .st-key-view_body .stSelectbox > [data-testid='stWidgetLabel'],.st-key-view_body .stRadio > [data-testid='stWidgetLabel']{flex:0 0 auto;width:auto;margin-bottom:0}
 .st-key-view_body .stSelectbox > div:not([data-testid='stWidgetLabel']){flex:1 1 auto;min-width:0}

@@ -30,6 +30,7 @@ html { font-size: 19px; }
 [data-testid="stCaptionContainer"] { font-size: 0.7rem; }
 .st-key-view_body > :nth-child(1 of :has([data-testid="stPlotlyChart"])) { order: -1; }
 .st-key-view_body > :has(.st-key-step_prev) { order: -2; }
+.st-key-view_body > :has(.st-key-step_prev) h3 { padding: 0; }
 </style>"""
 
 

@@ -82,7 +82,7 @@ def candidates_figure(top_k, token: str, prob: float, t: int, display):
     fig = topk_bar_figure(top_k, chosen=(token, prob), title=f"Top {len(top_k)} candidates at step {t + 1}",
                           note=f"chose {token} (p = {prob:.3f})" if display.presenter else "",
                           show_space=display.show_space)
-    return fig.update_layout(height=max(fig.layout.height or 0, 420 if display.presenter else 380))   # under the step bar
+    return fig.update_layout(height=max(fig.layout.height or 0, 440 if display.presenter else 380))   # under the step bar
 
 
 def _branch_from(prefix: list, piece: str) -> None:
