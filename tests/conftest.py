@@ -29,18 +29,31 @@ BROWSER_FIXTURES = {"browser", "app_url"}        # Chromium through Playwright, 
 HF_FIXTURES = {"hf_dirs"}                        # the tiny Hugging Face models of tests/hf_tiny.py
 SLOW_MODULES = {"test_analyze", "test_cli", "test_pretrained", "test_server_process", "test_serving",
                 "test_training"}                 # corpus runs, servers, training: seconds a test
-SLOW_TESTS = {                                   # single tests of other modules, 8-50 s each on a busy machine
+SLOW_TESTS = {                                   # single tests of other modules, 4-50 s each
     "test_asgi.py::test_app_py_is_the_servers_application_when_imported_and_the_page_in_a_script_run",
+    "test_contrastive.py::test_ours_matches_finite_differences_through_the_models_forward",
     "test_decoding.py::test_beam_size_one_equals_greedy",
     "test_decoding.py::test_translate_batch_matches_translate",
+    "test_diagnosis.py::test_bad_inputs_give_a_result_or_a_clear_message",
+    "test_diagnosis.py::test_batched_equals_one_at_a_time",
     "test_diagnosis.py::test_bf16_passes_stay_close_to_float32",
+    "test_diagnosis.py::test_cli_writes_jsonl_and_resumes",
+    "test_diagnosis.py::test_threads_give_identical_results",
     "test_explain.py::test_alti_parts_sum_to_each_block_output_of_the_model",
+    "test_explain.py::test_explanation_describes_the_run",
     "test_explain.py::test_perturbation_and_rank_correlation",
     "test_explain.py::test_shapes_dtypes_and_default_off",
     "test_hf_loading.py::test_an_unreachable_hub_fails_fast",
     "test_language_check.py::test_shipped_profile_is_what_the_build_writes",
     "test_prefix.py::test_a_prefix_of_max_len_minus_one_pieces_leaves_one_step",
     "test_prefix.py::test_a_prefix_of_max_len_pieces_is_the_whole_translation",
+    "test_prefix.py::test_another_prefix_decodes_on_greedily_and_steps_carry_the_models_probabilities",
+    "test_prefix.py::test_beam_with_a_prefix",
+    "test_prefix.py::test_diagnose_passes_through_with_a_prefix",
+    "test_prefix.py::test_captured_attention_is_a_teacher_forced_recomputation",
+    "test_prefix.py::test_explain_with_a_prefix_describes_the_output",
+    "test_prefix.py::test_prefix_errors_and_empty_prefix",
+    "test_prefix.py::test_prefix_of_greedys_own_start_gives_plain_greedy",
 }
 
 
@@ -57,8 +70,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.browser)
         if fixtures & HF_FIXTURES:
             item.add_marker(pytest.mark.hf)
-        if (module.startswith("test_app") or hasattr(item.module, "new_app") or module in SLOW_MODULES
-                or named in SLOW_TESTS):
+        app_test = module.startswith("test_app") or hasattr(getattr(item, "module", None), "new_app")
+        if app_test or module in SLOW_MODULES or named in SLOW_TESTS:
             item.add_marker(pytest.mark.slow)
 
 
