@@ -23,7 +23,8 @@ from .warm import held, hold
 
 LOG = logging.getLogger("atlas_ui")
 SIGNAL_NAMES = {"log_p": "log p", "pmi": "contrastive conditioning (source gain)",
-                "deletion_drop": "source-word deletion (coverage)"}
+                "deletion_drop": "source-word deletion (coverage)", "unmet_demand": "unmet demand"}
+SOURCE_SIGNALS = ("deletion_drop", "unmet_demand")      # one value per source piece
 
 
 @dataclass(frozen=True)
@@ -122,8 +123,10 @@ def to_findings(dg, n_source: int, n_output: int) -> Findings:
         sentence_score=float(dg.sentence_score),
         hallucination=read_only(np.asarray(dg.hallucination, dtype=np.float32)),
         omission=read_only(np.asarray(dg.omission, dtype=np.float32)), flags=flags,
-        output_evidence={k: read_only(v) for k, v in signals.items() if v.shape == (n_output,) and k != "deletion_drop"},
-        source_evidence={k: read_only(v) for k, v in signals.items() if v.shape == (n_source,) and k == "deletion_drop"},
+        output_evidence={k: read_only(v) for k, v in signals.items()
+                         if v.shape == (n_output,) and k not in SOURCE_SIGNALS},
+        source_evidence={k: read_only(v) for k, v in signals.items()
+                         if v.shape == (n_source,) and k in SOURCE_SIGNALS},
         missing=tuple(str(m) for m in (dg.missing or ())))
 
 

@@ -1,12 +1,18 @@
-"""Issue 22's protocol on Multi30k val for both shipped models: ROC AUC of every single signal and
-of `diagnose`'s combination, side by side, plus natural hallucinations and the speed ratio.
+"""Diagnosis judged on Multi30k val[:300], which no weight was fitted on, for both shipped models:
+realistic in-sentence errors (issue 30, transformer/diagnosis_protocol.py) and the synthetic
+protocol of issue 22, every single signal beside `diagnose`'s combination in one run, the flag
+rates, natural hallucinations and the speed ratio.
 
     python benchmarks/bench_diagnosis.py --n 300 --threads 2
 
-Cases (transformer/diagnosis_fit.py): correct / detached / partial / omission. Pools:
-hallucinated pieces = pieces of partial translations (after the cut = 1, before = 0) and of
-correct ones (0), </s> left out; omitted pieces = source pieces of the omission cases (appended
-" and ..." = 1), special pieces left out. Higher score = more suspicious for every signal.
+Realistic cases, from eflomal word alignments (transformer/word_align.py, `pip install .[dev]`):
+omission (a source word's aligned reference word deleted), phrase (two), substitution (that word
+replaced by another reference's content word), insertion (an adjective put into the source), and
+the unedited references as correct translations. Synthetic cases (transformer/diagnosis_fit.py):
+correct / detached / partial / appended (a clause added to the source). Pools: hallucinated pieces
+= pieces of partial translations (after the cut = 1, before = 0) and of correct ones (0), </s> left
+out; omitted pieces = source pieces of the appended cases, special pieces left out. Higher score =
+more suspicious for every signal.
 """
 from __future__ import annotations
 
@@ -24,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transformer.data import read_split, resolve_data_dir  # noqa: E402
 from transformer.diagnosis import diagnose_items  # noqa: E402
-from transformer.diagnosis_fit import FIT_FROM, cases, make_item, roc_auc  # noqa: E402
+from transformer.diagnosis_fit import FIT_FROM, dev_cases, make_item, roc_auc  # noqa: E402
+from transformer.diagnosis_protocol import evaluate  # noqa: E402
 from transformer.faithfulness import _special_ids  # noqa: E402
 from transformer.translator import Translator  # noqa: E402
 
@@ -43,11 +50,13 @@ def wass_to_unif(cross: np.ndarray) -> float:
 def run_model(path: str, data_dir, n: int, alti: bool, bf16: bool = False):
     tr = Translator.load(path)
     sources = read_split(data_dir, "val", tr.source_lang)[:n]
-    refs = read_split(data_dir, "val", tr.target_lang)[:n]
-    cs = cases(tr, sources, refs, seed=0)
+    every = dev_cases(tr, data_dir, 0, n, seed=0)
     started = time.perf_counter()
-    dgs = diagnose_items(tr, [c.item for c in cs], bf16=bf16)
+    every_diagnosis = diagnose_items(tr, [c.item for c in every], bf16=bf16)
     seconds = time.perf_counter() - started
+    realistic = evaluate(every, every_diagnosis, _special_ids(tr))
+    synthetic = [(c, d) for c, d in zip(every, every_diagnosis) if c.kind in ("correct", "detached", "partial", "appended")]
+    cs, dgs = [c for c, _ in synthetic], [d for _, d in synthetic]
     extra = []
     for c in cs:
         if not alti:
@@ -58,7 +67,7 @@ def run_model(path: str, data_dir, n: int, alti: bool, bf16: bool = False):
         extra.append(dict(share=ex.source_share, coverage=ex.source_contribution.sum(0),
                           wass=wass_to_unif(out.attention.cross[-1])))
     special = _special_ids(tr)
-    by = {k: [(c, d, e) for c, d, e in zip(cs, dgs, extra) if c.kind == k] for k in ("correct", "detached", "partial", "omission")}
+    by = {k: [(c, d, e) for c, d, e in zip(cs, dgs, extra) if c.kind == k] for k in ("correct", "detached", "partial", "appended")}
     sentence_signals = {
         "log p": lambda c, d, e: -float(d.signals["log_p"].mean()),
         "contrastive": lambda c, d, e: -float(d.signals["pmi"].mean()),
@@ -89,7 +98,7 @@ def run_model(path: str, data_dir, n: int, alti: bool, bf16: bool = False):
                       "combination": lambda d, e: d.omission}
     for name, f in source_signals.items():
         scores, labels = [], []
-        for c, d, e in by["omission"]:
+        for c, d, e in by["appended"]:
             v = f(d, e)
             if v is None:
                 break
@@ -97,7 +106,7 @@ def run_model(path: str, data_dir, n: int, alti: bool, bf16: bool = False):
             scores += list(np.asarray(v)[keep])
             labels += list(c.source_labels[keep])
         table[("omitted pieces", name)] = roc_auc(scores, labels) if scores else np.nan
-    return tr, sources, table, len(cs) / seconds
+    return tr, sources, table, realistic, len(every) / seconds
 
 
 def natural(tr, sources: list[str], seed: int = 0):
@@ -128,6 +137,27 @@ def speed(tr, sources: list[str], repeats: int = 15):
     return len(out.output_ids), b, d
 
 
+def print_realistic(realistic: list[dict], args) -> None:
+    """The realistic-error table: combination beside each raw signal, then the flag rates."""
+    names = " / ".join(Path(m).name for m in args.models)
+    print(f"\nRealistic in-sentence errors, val pairs 0-{args.n - 1} ({names}); cases: "
+          + "; ".join(str(r[("count", "cases")]) for r in realistic) + "\n")
+    signals = ["combination", "deletion drop", "unmet demand", "log p", "pmi"]
+    print("| ROC AUC | " + " | ".join(signals) + " |")
+    print("|---" * (len(signals) + 1) + "|")
+    rows = list(dict.fromkeys(k[1] for k in realistic[0] if k[0] == "auc"))
+    for row in rows:
+        cells = [" / ".join(f"{r[('auc', row, n)]:.3f}" for r in realistic) if ("auc", row, n) in realistic[0] else ""
+                 for n in signals]
+        print(f"| {row} | " + " | ".join(cells) + " |")
+    print("\n| flags | " + names + " |\n|---|---|")
+    for key in realistic[0]:
+        if key[0] == "rate":
+            print(f"| {key[1]} | " + " / ".join(f"{r[key]:.0%}" for r in realistic) + " |")
+        elif key[0] == "count" and key[1] != "cases":
+            print(f"| {key[1]} | " + " / ".join(str(r[key]) for r in realistic) + " |")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--models", nargs="+", default=["pretrained/en-de", "pretrained/de-en"])
@@ -142,9 +172,10 @@ def main(argv=None) -> int:
                      f"the benchmark must stay within val[:{FIT_FROM}]")
     torch.set_num_threads(args.threads)
     data_dir = resolve_data_dir(args.data_dir)
-    tables, notes = [], []
+    tables, realistic, notes = [], [], []
     for path in args.models:
-        tr, sources, table, rate = run_model(path, data_dir, args.n, not args.no_alti, args.bf16)
+        tr, sources, table, real, rate = run_model(path, data_dir, args.n, not args.no_alti, args.bf16)
+        realistic.append(real)
         found, total, flagged, auc = natural(tr, sources)
         tokens, b, d = speed(tr, sources)
         tables.append(table)
@@ -168,6 +199,7 @@ def main(argv=None) -> int:
             singles = [t[(row, n)] for n in names[:-1] if (row, n) in t and not np.isnan(t[(row, n)])]
             margins.append(f"{t[(row, 'combination')] - max(singles):+.5f}")
         print(f"  {row}: {' / '.join(margins)}")
+    print_realistic(realistic, args)
     print("\nlog p: Seq-Logprob (mean log p) for sentences, -log p per piece. contrastive: mean pmi = log p(y|x) - "
           "log p(y|null source) for sentences, -pmi per piece, and for source pieces -(fall of log p(translation) "
           "when the word is deleted). ALTI+: mean source share; per piece source share; per source piece coverage "

@@ -3,9 +3,10 @@ sentence's reference shows the framed pieces and the summary, and a click on a f
 the Diagnosis view opens its step in Decoding steps."""
 from __future__ import annotations
 
+import re
 from urllib.parse import quote, urlencode
 
-from browser_utils import NEEDS_BROWSER, open_page, script_run, wait_charts_drawn, wait_for_text
+from browser_utils import NEEDS_BROWSER, open_page, running_app, script_run, wait_charts_drawn, wait_for_text
 
 pytestmark = NEEDS_BROWSER
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."
@@ -25,7 +26,7 @@ def test_a_share_link_with_a_detached_reference_shows_the_marks(browser, app_url
     assert page.locator(".st-key-translation .aa-legend-unsupported").is_visible()
     style = marks.first.evaluate("e => getComputedStyle(e).borderTopStyle")
     assert style == "dashed"                       # a frame, apart from the orange probability shading
-    wait_for_text(page, "output pieces look unsupported by the source")
+    wait_for_text(page, "Diagnosis: “")                # the summary names the flagged words
     assert page.problems == []
     page.context.close()
 
@@ -54,3 +55,29 @@ def test_clicking_a_flagged_piece_opens_its_step(browser, app_url):
     assert checked.first.is_checked()
     assert page.problems == []
     page.context.close()
+
+
+def relative_luminance(css_colour: str) -> float:
+    """WCAG relative luminance of an rgb()/rgba() colour."""
+    channels = [int(v) / 255 for v in re.findall(r"\d+", css_colour)[:3]]
+    linear = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in channels]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+def test_the_diagnosis_line_is_readable_in_the_dark_theme(browser, tmp_path):
+    with running_app(tmp_path, ("--theme.base", "dark")) as dark_url:
+        page = open_page(browser, link(dark_url, sentence=SENTENCE, ref=DETACHED), viewport=(1280, 720))
+        wait_for_text(page, "Diagnosis: ")
+        colours = page.evaluate("""() => {
+            const note = document.querySelector('.aa-diagnosis');
+            const style = getComputedStyle(note);
+            return [style.color, style.opacity, getComputedStyle(document.querySelector('.stApp')).backgroundColor];
+        }""")
+        text, opacity, background = colours
+        light, dark = relative_luminance(text), relative_luminance(background)
+        assert dark < 0.1                                          # the dark theme is on
+        # the text's contrast against the page, its opacity counted (WCAG AA for small text: 4.5)
+        seen = float(opacity) * light + (1 - float(opacity)) * dark
+        assert (seen + 0.05) / (dark + 0.05) >= 4.5, colours
+        assert page.problems == []
+        page.context.close()

@@ -90,9 +90,12 @@ def test_appended_clause_is_omitted(en_de):
     dg = check_contract(out)
     cut = out.source_tokens.index("▁and")
     appended = dg.omission[cut:-1]
-    assert appended.mean() > dg.omission[:cut].mean() + 0.3
-    assert roc_auc(dg.omission[:-1], [0] * cut + [1] * (len(out.source_tokens) - 1 - cut)) > 0.9
-    assert any(f.kind == "omission" and f.end > cut for f in dg.flags)
+    # the clause ranks above every translated word, but one-word deletions no longer flag it
+    # (issue 30's monotone word models; docs/diagnosis.md, "What it misses")
+    assert appended.max() > dg.omission[:cut].max() + 0.2
+    words = [t for t, p in enumerate(out.source_tokens) if p != "</s>" and p not in ".,"]    # never left out
+    assert roc_auc(dg.omission[words], [int(t >= cut) for t in words]) > 0.9
+    assert not any(f.kind == "omission" and f.start < cut for f in dg.flags)
 
 
 def test_partial_hallucination_marks_pieces_after_the_cut(en_de):

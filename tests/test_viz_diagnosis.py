@@ -60,8 +60,8 @@ def test_source_strip_frames_left_out_pieces_and_escapes():
 
 def test_the_summary_names_what_was_found_or_that_nothing_was():
     flags = [("hallucination", 1, 2, 0.8), ("omission", 1, 3, 0.9)]
-    assert diagnosis_summary(flags, OUTPUT, SOURCE) == ("1 output piece looks unsupported by the source: “Hund”; "
-                                                        "the source word “cat” looks left out.")
+    assert diagnosis_summary(flags, OUTPUT, SOURCE) == ("“Hund” looks unsupported by the source; "
+                                                        "“cat” in the source looks left out.")
     assert diagnosis_summary([], OUTPUT, SOURCE) == "Nothing looks unsupported by the source or left out."
     assert words_of(["▁a"] * 40, limit=10) == "a a a a a…"
 
@@ -69,7 +69,7 @@ def test_the_summary_names_what_was_found_or_that_nothing_was():
 def test_the_summary_names_a_flagged_end_of_sentence_in_words_not_markup():
     output = ["▁Ein", "▁Hund", "</s>"]
     text = diagnosis_summary([("hallucination", 2, 3, 0.7)], output, SOURCE)
-    assert text == "1 output piece looks unsupported by the source: the end of the sentence."
+    assert text == "The end of the sentence looks unsupported by the source."
     assert "</s>" not in text and "“" not in text
 
 
@@ -78,7 +78,7 @@ def test_token_strip_frames_unsupported_pieces_apart_from_the_shading():
     html = token_probability_html(["▁a", "<b>", "</s>"], [0.9, 0.2, 0.99], unsupported=[0.1, 0.9, 0.5],
                                   note="Diagnosis: <i>x</i> **y**")
     assert html.count('aa-unsupported"') == 2 and "border:2px dashed #7b3294" in html   # at the threshold too
-    assert 'title="1: &lt;b&gt; p=0.200 · unsupported by the source? 0.90"' in html
+    assert 'title="step 2: &lt;b&gt; p=0.200 · unsupported by the source? 0.90"' in html
     assert "aa-legend-unsupported" in html and "<i>" not in html and "**" not in html
     plain = token_probability_html(["▁a"], [0.9], unsupported=[0.1])
     assert "aa-unsupported" not in plain and "aa-legend-unsupported" not in plain and "unsupported 0.10" in plain

@@ -8,7 +8,14 @@ All of them come from teacher-forced passes, batched across sentences and varian
 - for each source word w, log p(y_t | x without w): contrastive conditioning (Vamvas and
   Sennrich 2022). drop_w = sum_t [log p(y_t|x) - log p(y_t|x\\w)]; a word whose deletion
   costs the translation nothing was probably not translated.
-Everything is local to the call (thread-safe); the passes run on the translator's device.
+- for each source word w, the unmet demand (issue 30): at each step the probability mass the word
+  moves onto pieces that never appear in the rest of the translation,
+      unmet_{w,t} = sum_{v in top-K of p(.|x, y<t), v not in y_t..y_T} max(0, p(v|x, y<t) - p(v|x\\w, y<t)).
+  A word whose translation is missing pushes the model towards that translation at some step, and
+  the translation never takes it; a translated word's push is met, a function word barely pushes.
+Only content words are deleted: special pieces (</s>, language codes) and punctuation are never
+"left out", so they cost no pass. Everything is local to the call (thread-safe); the passes run on
+the translator's device.
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ from .capture import no_capture
 from .faithfulness import _hf_gating, _special_ids
 
 WORD_START = ("\u2581", "\u0120")          # SentencePiece "▁", byte-level BPE "Ġ"
+TOP_K = 32                                  # pieces per step whose mass the unmet demand follows
 
 
 @dataclass
@@ -38,7 +46,14 @@ class Signals:
     log_p: np.ndarray             # (T,) log p(y_t | x, y<t)
     log_p_null: np.ndarray        # (T,) log p(y_t | null source, y<t)
     words: list                   # source word groups: lists of source positions
-    deletion: np.ndarray          # (W, T) log p(y_t | x without word w)
+    deletion: np.ndarray          # (W, T) log p(y_t | x without word w); = log_p for words never deleted
+    unmet: np.ndarray             # (W, T) unmet demand of word w at step t; 0 for words never deleted
+    deleted: np.ndarray           # (W,) bool: a content word (deleted); special pieces and punctuation are not
+
+
+def is_punctuation(piece: str) -> bool:
+    body = str(piece).lstrip("".join(WORD_START)).strip()
+    return bool(body) and not any(ch.isalnum() for ch in body)
 
 
 def word_groups(pieces: list, ids: list, special: set) -> list[list[int]]:
@@ -53,6 +68,8 @@ def word_groups(pieces: list, ids: list, special: set) -> list[list[int]]:
             starts = piece.startswith(WORD_START)
         else:
             starts = not (piece.startswith("##") or (j > 0 and str(pieces[j - 1]).endswith("@@")))
+        # punctuation is a word of its own ("bike" and "." are deleted and scored apart)
+        starts = starts or is_punctuation(piece) or (j > 0 and is_punctuation(pieces[j - 1]))
         if j == 0 or idx in special or ids[j - 1] in special or starts:
             groups.append([j])
         else:
@@ -75,17 +92,42 @@ def default_budget(tr) -> int:
     return 60000 if tr.device.type == "cuda" else 2000
 
 
-@torch.inference_mode()
 def forced_log_probs(tr, rows: list[tuple[list, list, list]], gates=None, budget: int | None = None,
                      bf16: bool = False) -> list[np.ndarray]:
     """rows: (source_ids, fed_ids, output_ids). One log p(output_t) array (T,) per row, from
     padded batched teacher-forced passes (rows of similar lengths together). bf16: the passes
     under bfloat16 autocast (about 1.8x faster on a CPU with AVX512-BF16; scores move slightly)."""
+    return [r[0] for r in forced_passes(tr, rows, gates, budget, bf16)]
+
+
+@dataclass
+class Demand:
+    """What a full-source pass wanted at each step: its top-K pieces, their probabilities, and
+    which of them never appear in the rest of the translation (their mass, if a word adds it, is
+    unmet)."""
+    ids: torch.Tensor             # (T, K) long
+    probs: torch.Tensor           # (T, K) float32
+    absent: torch.Tensor          # (T, K) bool: ids[t, k] not in output_ids[t:]
+
+
+def demand_of(top_ids: np.ndarray, top_probs: np.ndarray, output_ids: list) -> Demand:
+    output = np.asarray(output_ids)
+    absent = np.stack([~np.isin(row, output[t:]) for t, row in enumerate(top_ids)]) if len(top_ids) \
+        else np.zeros((0, top_ids.shape[-1]), dtype=bool)
+    return Demand(torch.as_tensor(top_ids), torch.as_tensor(top_probs), torch.as_tensor(absent))
+
+
+@torch.inference_mode()
+def forced_passes(tr, rows: list[tuple[list, list, list]], gates=None, budget: int | None = None,
+                  bf16: bool = False, top: int = 0, against: list | None = None) -> list[tuple]:
+    """Per row (log p (T,), extra): extra is the (T, top) ids and probabilities of the step's best
+    pieces when top > 0; with against[row] = a Demand (of the same sentence's full-source pass),
+    the unmet demand (T,) of this row's source against it; else None."""
     budget = budget or default_budget(tr)
     hf = hasattr(tr, "family")
     pad = _pad_id(tr)
     order = sorted(range(len(rows)), key=lambda r: (len(rows[r][0]), len(rows[r][1])))
-    results: list[np.ndarray | None] = [None] * len(rows)
+    results: list[tuple | None] = [None] * len(rows)
     chunks, current, s_max, t_max = [], [], 0, 0
     for r in order:
         s, t = max(s_max, len(rows[r][0])), max(t_max, len(rows[r][1]))
@@ -117,32 +159,55 @@ def forced_log_probs(tr, rows: list[tuple[list, list, list]], gates=None, budget
                                   use_cache=False, return_dict=True).logits
             else:
                 logits = tr.model(src, keep, fed, gates=gates)                          # (B, T, V)
-            lp = torch.log_softmax(logits.float(), dim=-1).gather(-1, gold.unsqueeze(-1)).squeeze(-1)
-            lp = lp.cpu().numpy()
+            log_probs = torch.log_softmax(logits.float(), dim=-1)                      # (B, T, V)
+            lp = log_probs.gather(-1, gold.unsqueeze(-1)).squeeze(-1).cpu().numpy()
+            if top:
+                top_lp, top_ids = log_probs.topk(top, dim=-1)                           # (B, T, K)
+                top_ids, top_p = top_ids.cpu().numpy(), top_lp.exp().cpu().numpy()
             for b, r in enumerate(chunk):
-                results[r] = lp[b, : len(rows[r][2])].astype(np.float64)
+                n = len(rows[r][2])
+                extra = None
+                if top:
+                    extra = (top_ids[b, :n], top_p[b, :n])
+                elif against is not None and against[r] is not None:
+                    want = against[r]
+                    here = log_probs[b, :n].gather(-1, want.ids.to(tr.device)).exp().cpu()   # (T, K)
+                    extra = ((want.probs - here).clamp(min=0) * want.absent).sum(-1).double().numpy()
+                results[r] = (lp[b, :n].astype(np.float64), extra)
     return results
 
 
 def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None, bf16: bool = False) -> list[Signals]:
-    """Full source, null source and every one-word deletion, for every item, in shared batches.
-    Special pieces (</s>, language codes) are deleted like words: scored like any piece."""
+    """Full source and null source for every item, then every content word's deletion against
+    the full source's demand, in shared batches."""
     special = _special_ids(tr)
-    rows, plans = [], []
+    first, plans = [], []
     for it in items:
         null = [i for i in it.source_ids if i in special] or [it.source_ids[-1]]
         words = word_groups(it.source_pieces, it.source_ids, special)
-        start = len(rows)
-        rows.append((list(it.source_ids), list(it.fed_ids), list(it.output_ids)))
-        rows.append((null, list(it.fed_ids), list(it.output_ids)))
-        for group in words:
-            drop = set(group)
-            kept = [i for j, i in enumerate(it.source_ids) if j not in drop] or null
-            rows.append((kept, list(it.fed_ids), list(it.output_ids)))
-        plans.append((start, words))
-    lps = forced_log_probs(tr, rows, gates, budget, bf16)
+        deleted = np.array([not all(it.source_ids[j] in special or is_punctuation(it.source_pieces[j]) for j in g)
+                            for g in words], dtype=bool)
+        first.append((list(it.source_ids), list(it.fed_ids), list(it.output_ids)))
+        first.append((null, list(it.fed_ids), list(it.output_ids)))
+        plans.append((null, words, deleted))
+    full = forced_passes(tr, first, gates, budget, bf16, top=TOP_K)
+    rows, against, starts = [], [], []
+    for n, (it, (null, words, deleted)) in enumerate(zip(items, plans)):
+        want = demand_of(*full[2 * n][1], list(it.output_ids))
+        starts.append(len(rows))
+        for group, on in zip(words, deleted):
+            if on:
+                drop = set(group)
+                kept = [i for j, i in enumerate(it.source_ids) if j not in drop] or null
+                rows.append((kept, list(it.fed_ids), list(it.output_ids)))
+                against.append(want)
+    passes = forced_passes(tr, rows, gates, budget, bf16, against=against)
     out = []
-    for (start, words), it in zip(plans, items):
-        deletion = np.stack(lps[start + 2: start + 2 + len(words)]) if words else np.zeros((0, len(it.output_ids)))
-        out.append(Signals(lps[start], lps[start + 1], words, deletion))
+    for n, (it, (null, words, deleted), start) in enumerate(zip(items, plans, starts)):
+        lp, lp_null = full[2 * n][0], full[2 * n + 1][0]
+        T = len(it.output_ids)
+        deletion, unmet = np.tile(lp, (len(words), 1)), np.zeros((len(words), T))
+        for k, w in enumerate(np.flatnonzero(deleted)):
+            deletion[w], unmet[w] = passes[start + k]
+        out.append(Signals(lp, lp_null, words, deletion, unmet, deleted))
     return out

@@ -20,11 +20,14 @@ OMITTED = "#1b7837"                 # green: "the translation may leave this sou
 OMITTED_MARK = f"border:2px dotted {OMITTED};"
 CALM = "#c9c9c9"                    # a piece under the threshold
 OUTPUT, SOURCE = 0, 1               # customdata[0]: which part of the figure a bar belongs to
-EVIDENCE_NAMES = {"log_p": "log p (nats)", "pmi": "source gain (nats)", "deletion_drop": "drop without it (nats)"}
+EVIDENCE_NAMES = {"log_p": "log p (nats)", "pmi": "source gain (nats)", "deletion_drop": "drop without it (nats)",
+                  "unmet_demand": "unmet demand"}
 EVIDENCE_HELP = {"log_p": "log p: low = the model doubts the piece",
                  "pmi": "source gain: log p(piece | source) − log p(piece | no source), ≤ 0 = the source adds nothing",
                  "deletion_drop": "drop: the fall of log p(translation) when the source word is deleted, "
-                                  "≈ 0 = unused"}
+                                  "≈ 0 or below = unused",
+                 "unmet_demand": "unmet demand: the probability the word moves onto pieces the translation "
+                                 "never writes, high = its translation is missing"}
 MAX_LISTED = 3                      # spans named in the summary sentence
 
 
@@ -46,8 +49,8 @@ def source_strip_html(tokens: Sequence[str], omission, *, threshold: float = 0.5
     for i, (tok, score) in enumerate(zip(tokens, scores.tolist())):
         label = escape_html(show_piece(tok, show_space=show_space))
         left_out = score >= threshold
-        title = f"{i}: {label} · " + (f"left out? {score:.2f}" if left_out else f"left out {score:.2f}")
-        spans.append(f'<span class="aa-source{" aa-omitted" if left_out else ""}" title="{title}" '
+        title = f"source piece {i + 1}: {label} · " + (f"left out? {score:.2f}" if left_out else f"left out {score:.2f}")
+        spans.append(f'<span class="aa-source{" aa-omitted" if left_out else ""}" title="{title}" data-index="{i}" '
                      f'style="padding:1px 3px;margin:1px;border-radius:3px;white-space:pre;display:inline-block;'
                      f'{OMITTED_MARK if left_out else "border:1px solid #e3e3e3;"}">{label}</span>')
     legend = "" if not (scores >= threshold).any() else (
@@ -170,24 +173,74 @@ def _span_name(tokens: Sequence[str], start: int, end: int) -> str:
     return "the end of the sentence" if any(str(p) == "</s>" for p in tokens[start:end]) else "a special piece"
 
 
-def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], source_tokens: Sequence[str]) -> str:
-    """One plain-text sentence (escape it to show it): what was flagged, or that nothing was.
-    flags: (kind "hallucination" | "omission", start, end, score), end exclusive."""
-    unsupported = [(a, b) for kind, a, b, _ in flags if kind == "hallucination"]
-    omitted = [(a, b) for kind, a, b, _ in flags if kind == "omission"]
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:MAX_LISTED])
+    rest = len(names) - MAX_LISTED
+    return shown + (f" and {rest} more" if rest > 0 else "")
+
+
+UNSURE_P = 0.01                     # a piece this unlikely is named even when nothing is flagged
+DETACHED = 0.9                      # sentence score from which the whole translation is called detached
+                                    # (Multi30k val: >= 97% of detached cases, <= 1.7% of correct ones)
+
+
+def _word_around(tokens: Sequence[str], t: int) -> tuple[int, int]:
+    """The pieces [a, b) of the word piece t belongs to (a word starts at "▁"/"Ġ" or after a special piece)."""
+    def mark(piece: str) -> bool:            # punctuation and special pieces are words of their own
+        return is_special(piece) or not any(ch.isalnum() for ch in piece)
+
+    def starts(i):
+        piece = str(tokens[i])
+        return i == 0 or piece.startswith(("\u2581", "\u0120")) or mark(piece) or mark(str(tokens[i - 1]))
+    a = t
+    while not starts(a):
+        a -= 1
+    b = t + 1
+    while b < len(tokens) and not starts(b):
+        b += 1
+    return a, b
+
+
+def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], source_tokens: Sequence[str],
+                      probs: Sequence[float] | None = None, unsure: bool = False,
+                      detached: float | None = None) -> str:
+    """One plain-text sentence (escape it to show it): exactly the flagged spans, in words, or
+    that nothing was flagged. flags: (kind "hallucination" | "omission", start, end, score), end
+    exclusive. It never says that nothing looks wrong while a piece has p < 0.01 (`probs`, one per
+    output piece) or the page says the sentence is outside what the model knows (`unsure`); a
+    `detached` sentence score >= 0.5 is said first (the whole translation, not one word, is off)."""
+    if detached is not None and detached >= 0.5:
+        rest = diagnosis_summary(flags, output_tokens, source_tokens) if flags else ""
+        whole = ("The whole translation looks detached from the source" if detached >= DETACHED
+                 else "The translation looks partly unsupported by the source or incomplete")
+        return f"{whole} (sentence score {detached:.2f})." + (" " + rest if rest else "")
+    unsupported = [_span_name(output_tokens, a, b) for kind, a, b, _ in flags if kind == "hallucination"]
+    omitted = [_span_name(source_tokens, a, b) for kind, a, b, _ in flags if kind == "omission"]
     parts = []
+    def plural(names):
+        return len(names) > 1 or (names[0].startswith("“") and " " in names[0])
     if unsupported:
-        count = sum(b - a for a, b in unsupported)
-        named = ", ".join(_span_name(output_tokens, a, b) for a, b in unsupported[:MAX_LISTED])
-        more = " …" if len(unsupported) > MAX_LISTED else ""
-        parts.append(f"{count} output piece{'s' if count != 1 else ''} look{'s' if count == 1 else ''} "
-                     f"unsupported by the source: {named}{more}")
+        many = plural(unsupported)
+        parts.append(f"{_listed(unsupported)} look{'' if many else 's'} unsupported by the source")
     if omitted:
-        named = ", ".join(_span_name(source_tokens, a, b) for a, b in omitted[:MAX_LISTED])
-        more = " …" if len(omitted) > MAX_LISTED else ""
-        many = len(omitted) > 1 or len(words_of(source_tokens[omitted[0][0]:omitted[0][1]]).split()) > 1
-        parts.append(f"the source word{'s' if many else ''} {named}{more} look{'' if many else 's'} left out")
-    if not parts:
+        many = plural(omitted)
+        parts.append(f"{_listed(omitted)} in the source look{'' if many else 's'} left out")
+    if parts:
+        text = "; ".join(parts)
+        return text[0].upper() + text[1:] + "."
+    lowest = None
+    if probs is not None and len(probs) == len(output_tokens) and len(probs):
+        t = int(np.argmin(np.asarray(probs, dtype=float)))
+        if float(probs[t]) < UNSURE_P and not is_special(str(output_tokens[t])):
+            lowest = (t, float(probs[t]))
+    if lowest is None and not unsure:
         return "Nothing looks unsupported by the source or left out."
-    text = "; ".join(parts)
-    return text[0].upper() + text[1:] + "."
+    why = []
+    if lowest is not None:
+        a, b = _word_around(output_tokens, lowest[0])
+        piece = "" if b - a == 1 else f" to its piece “{words_of(output_tokens[lowest[0]:lowest[0] + 1])}”"
+        why.append(f"in {_span_name(output_tokens, a, b)} it gave p = {lowest[1]:.3f}{piece}")
+    if unsure:
+        why.append("its pieces' mean probability is low")
+    return ("No word is flagged, but the model is unsure of this translation (" + "; ".join(why) + "): the "
+            "sentence may be outside what it knows, where these scores are less reliable. Read it with care.")

@@ -178,6 +178,8 @@ def token_probability_html(tokens: Sequence[str], probs: Sequence[float], *,
                    f'white-space:nowrap"><span style="{UNSUPPORTED_MARK}padding:0 6px">framed</span> '
                    f'= unsupported by the source? (diagnosis)</span>')
     if note:
-        legend += (f'<span class="aa-diagnosis" style="font-size:0.8em;color:#555;margin-left:10px;display:inline-block">'
+        # the theme's own text colour, a little lighter: a fixed grey read as grey on near-black
+        legend += (f'<span class="aa-diagnosis" style="font-size:0.8em;color:inherit;opacity:0.85;margin-left:10px;'
+                   f'display:inline-block">'
                    f'{escape_html(note)}</span>')
     return f'<div class="aa-tokens" style="line-height:1.9">{"".join(spans)}{legend}</div>'

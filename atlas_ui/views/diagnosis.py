@@ -15,6 +15,7 @@ from viz.diagnosis import (EVIDENCE_HELP, diagnosis_figure, diagnosis_selection,
 from .. import state
 from ..backend_diagnosis import DiagnosisFailed, Findings, diagnosis_for, missing_note
 from ..common import chart, escape_md, shared_figure
+from ..settings import LOW_CONFIDENCE
 from .base import View, ViewContext
 
 STEPS_VIEW = "Decoding steps"
@@ -36,7 +37,7 @@ def flag_table(findings, result) -> pd.DataFrame:
         numbers = {k: round(v, 3) for k, v in evidence.items() if isinstance(v, float)}
         rows.append({"flag": "unsupported" if kind == "hallucination" else "left out",
                      "text": words_of(pieces[start:end]) or " ".join(map(str, pieces[start:end])),
-                     "pieces": f"{start}–{end - 1}" if end - start > 1 else str(start),
+                     "pieces": f"{start + 1}–{end}" if end - start > 1 else str(start + 1),   # counted from 1
                      "score": round(score, 3), **numbers})
     return pd.DataFrame(rows)
 
@@ -83,7 +84,8 @@ def strip_marks(findings, result) -> dict:
         return dict(note="Diagnosis: unavailable for this translation (" + findings.reason[:120] + ").")
     if not isinstance(findings, Findings):
         return {}
-    text = diagnosis_summary(findings.spans(), result.output_tokens, result.source_tokens)
+    text = diagnosis_summary(findings.spans(), result.output_tokens, result.source_tokens, probs=result.probs(),
+                             unsure=result.mean_prob() < LOW_CONFIDENCE, detached=findings.sentence_score)
     note = missing_note(findings)
     return dict(unsupported=findings.hallucination, threshold=findings.threshold,
                 note="Diagnosis: " + text + (" " + note if note else ""))

@@ -1,0 +1,123 @@
+"""Issue 30's sentences, through the API, each with the outcome a person expects: a real error
+inside a sentence is found, a correct translation stays quiet, flags cover whole words, and the
+summary never says all is well next to a translation the model doubts."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transformer import Translator
+from transformer.diagnosis_signals import is_punctuation
+from viz.diagnosis import diagnosis_summary, words_of
+
+REPO = Path(__file__).resolve().parents[1]
+BIKE = "A man is riding a bike."
+GIRL = "A little girl is climbing into a wooden playhouse."
+
+
+@pytest.fixture(scope="module")
+def en_de():
+    return Translator.load(REPO / "pretrained" / "en-de", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def de_en():
+    return Translator.load(REPO / "pretrained" / "de-en", device="cpu")
+
+
+def flagged_words(out, kind: str) -> list[str]:
+    tokens = out.output_tokens if kind == "hallucination" else out.source_tokens
+    return [words_of(tokens[f.start:f.end]) for f in out.diagnosis.flags if f.kind == kind]
+
+
+def check_whole_words(out):
+    """Every flag starts at a word's first piece and ends after its last; never on </s> or
+    punctuation alone; a word's pieces share one score."""
+    for f in out.diagnosis.flags:
+        tokens = out.output_tokens if f.kind == "hallucination" else out.source_tokens
+        assert str(tokens[f.start]).startswith("\u2581"), (f, tokens)
+        assert f.end == len(tokens) or str(tokens[f.end]).startswith("\u2581") or is_punctuation(tokens[f.end]) \
+            or str(tokens[f.end]) == "</s>", (f, tokens)
+        assert words_of(tokens[f.start:f.end]), f
+    for scores, tokens in ((out.diagnosis.omission, out.source_tokens), (out.diagnosis.hallucination, out.output_tokens)):
+        for t, piece in enumerate(tokens):
+            if piece == "</s>" or is_punctuation(piece):
+                assert scores[t] == 0.0
+            elif not str(piece).startswith("\u2581") and t > 0 and not is_punctuation(tokens[t - 1]):
+                assert scores[t] == scores[t - 1]               # a word's pieces share one score
+
+
+def summary(out) -> str:
+    spans = [(f.kind, f.start, f.end, f.score) for f in out.diagnosis.flags]
+    return diagnosis_summary(spans, out.output_tokens, out.source_tokens, probs=[s.prob for s in out.steps])
+
+
+def test_a_left_out_bike_stands_out_and_nothing_else_is_flagged(en_de):
+    out = en_de.translate(BIKE, target="Ein Mann fährt.", diagnose=True, capture=False)
+    check_whole_words(out)
+    assert flagged_words(out, "hallucination") == []
+    assert set(flagged_words(out, "omission")) <= {"bike"}           # never "A man is riding a", never </s>
+    omission = out.diagnosis.omission
+    bike = out.source_tokens.index("\u2581bike")
+    others = [float(x) for t, x in enumerate(omission) if t != bike]
+    assert omission[bike] > max(others) + 0.3                          # the strongest evidence is on "bike"
+    text = summary(out)
+    assert "Nothing looks" not in text and ("“bike”" in text or text.startswith("No word is flagged, but"))
+
+
+def test_the_models_own_correct_translation_gets_no_flag(en_de):
+    out = en_de.translate(BIKE, diagnose=True, capture=False)
+    assert out.text == "Ein Mann fährt Fahrrad."
+    assert out.diagnosis.flags == []
+    assert summary(out) == "Nothing looks unsupported by the source or left out."
+
+
+def test_a_red_car_for_a_wooden_playhouse_leaves_the_playhouse_out(en_de):
+    out = en_de.translate(GIRL, target="Ein kleines Mädchen klettert in ein rotes Auto.", diagnose=True, capture=False)
+    check_whole_words(out)
+    left_out = " ".join(flagged_words(out, "omission"))
+    assert "wooden" in left_out or "playhouse" in left_out
+    assert not {"little", "girl", "climbing"} & set(left_out.split())
+    unsupported = " ".join(flagged_words(out, "hallucination"))
+    assert not {"Ein", "kleines", "Mädchen", "klettert"} & set(unsupported.split())
+    assert "Nothing looks" not in summary(out)
+
+
+def test_an_unusual_but_correct_word_is_never_flagged_as_a_fragment(en_de):
+    out = en_de.translate("A woman is reading a book on the moon.", target="Eine Frau liest ein Buch auf dem Mond.",
+                          diagnose=True, capture=False)
+    check_whole_words(out)
+    assert all(w in ("Mond", "dem Mond", "auf dem Mond") for w in flagged_words(out, "hallucination"))
+
+
+@pytest.mark.parametrize("model, source, garbled", [
+    ("de_en", "Zwei Hunde sind in ihrem Garten.", "Two dogs are in theiriririririririr garden."),
+    ("en_de", "A man is pulling a lawnmower out of the shed.", "Ein Mann zieht einen Lehamer aus dem Bett."),
+])
+def test_garbled_output_is_never_called_clean(request, model, source, garbled):
+    tr = request.getfixturevalue(model)
+    out = tr.translate(source, target=garbled, diagnose=True, capture=False)
+    check_whole_words(out)
+    text = summary(out)
+    assert "Nothing looks" not in text
+    assert out.diagnosis.flags or text.startswith("No word is flagged, but the model is unsure")
+
+
+def test_unedited_val_references_have_no_flag(en_de, de_en):
+    # Multi30k val pairs 1 and 10 (counted from 0), unedited; both in the benchmark's held-out pairs
+    for en, de in (("A man sleeping in a green room on a couch.", "Ein Mann schläft in einem grünen Raum auf einem Sofa."),
+                   ("A young child is standing alone on some jagged rocks.",
+                    "Ein kleines Kind steht allein auf einem zerklüfteten Felsen.")):
+        assert en_de.translate(en, target=de, diagnose=True, capture=False).diagnosis.flags == []
+        assert de_en.translate(de, target=en, diagnose=True, capture=False).diagnosis.flags == []
+
+
+def test_end_of_sentence_and_punctuation_are_never_left_out(en_de):
+    for target in ("Ein Mann", "Ein Mann fährt", "Hund", "Ein Mann fährt Fahrrad, und"):
+        out = en_de.translate(BIKE + " He waves!", target=target, diagnose=True, capture=False)
+        for f in out.diagnosis.flags:
+            if f.kind == "omission":
+                assert all(p != "</s>" and not is_punctuation(p) for p in out.source_tokens[f.start:f.end]) or \
+                    words_of(out.source_tokens[f.start:f.end])
+        ends = [t for t, p in enumerate(out.source_tokens) if p == "</s>" or is_punctuation(p)]
+        assert ends and all(out.diagnosis.omission[t] == 0.0 for t in ends)
