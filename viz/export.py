@@ -95,7 +95,7 @@ def labelled_axes(fig: go.Figure, letter: str):
     for name in fig.layout:
         if name.startswith(letter + "axis"):
             axis = fig.layout[name]
-            if axis.ticktext is not None and axis.tickvals is not None and len(axis.tickvals) > 0:
+            if axis.tickvals is not None and len(axis.tickvals) > 0:         # pieces, or numbers placed by hand
                 yield name, axis
 
 
@@ -147,10 +147,12 @@ def fit_ticks(fig: go.Figure, letter: str, largest: float, max_height: int | Non
             pitch = axis_pitch(fig, name, axis)
         if pitch < LABEL_PITCH * MIN_TICK:
             keep = int(np.ceil(LABEL_PITCH * MIN_TICK / max(pitch, 1e-9)))
-            axis.update(tickvals=list(axis.tickvals)[::keep], ticktext=list(axis.ticktext)[::keep])
+            axis.update(tickvals=list(axis.tickvals)[::keep],
+                        **({} if axis.ticktext is None else {"ticktext": list(axis.ticktext)[::keep]}))
             pitch *= keep
         size = max(MIN_TICK, min(largest, pitch / LABEL_PITCH))
-        if upright and letter == "x" and max(text_width(str(t), size) for t in axis.ticktext) + 10 > pitch:
+        labels = axis.ticktext if axis.ticktext is not None else [f"{v:g}" for v in axis.tickvals]
+        if upright and letter == "x" and max(text_width(str(t), size) for t in labels) + 10 > pitch:
             if pitch >= TILTED_PITCH * MIN_TICK:
                 size = min(largest, pitch / TILTED_PITCH)                      # plotly.js tilts them 30 degrees
             else:
