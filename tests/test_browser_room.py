@@ -178,10 +178,11 @@ def test_the_input_row_keeps_its_buttons_words_with_the_sidebar_open(browser, ap
     page = open_page(browser, view_link(app_url, "Heatmap", SENTENCES[10]), viewport=PROJECTOR)
     wait_charts_drawn(page)
     page.locator('[data-testid="stExpandSidebarButton"]').click()
+    # open, and the main area moved over beside it (the buttons are measured in the narrower row)
     page.wait_for_function("""() => { const s = document.querySelector('[data-testid="stSidebar"]');
-                                      return s && s.getBoundingClientRect().right > 200
-                                             && s.getAttribute('aria-expanded') === 'true'; }""")
-    wait_charts_drawn(page)                                           # redrawn at the narrower width
+                                      const m = document.querySelector('[data-testid="stMainBlockContainer"]');
+                                      return s && m && s.getBoundingClientRect().right > 200
+                                             && m.getBoundingClientRect().left >= s.getBoundingClientRect().right; }""")
     assert page.evaluate(CUT_BUTTONS, '[data-testid="stMain"]') == []
     assert page.problems == []
     page.context.close()
