@@ -3,7 +3,6 @@ inside a sentence is found, a correct translation stays quiet, flags cover whole
 summary never says all is well next to a translation the model doubts."""
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from transformer import Translator
