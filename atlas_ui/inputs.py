@@ -215,7 +215,7 @@ LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French"}
 def unchecked_note(source_lang) -> str:
     """Why a wrong-language text passes silently for a model whose source language the check does
     not know ("" when it knows it). An offline language-ID library that knows more was measured and
-    not adopted (benchmarks/bench_language_id.py, README)."""
+    not adopted (benchmarks/bench_language_id.py, docs/benchmarks.md)."""
     code = normalize_code(source_lang)
     if code in PROFILED:
         return ""

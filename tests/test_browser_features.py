@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 import pytest
 
 from atlas_ui.views import VIEWS
-from browser_utils import (CHART, NEEDS_BROWSER, SHARE_LINK, chart_share, click_point, open_page, pick_view,
+from browser_utils import (NEEDS_BROWSER, SHARE_LINK, chart_share, click_point, open_page, pick_view,
                            plot_state, running_app, script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
 
 pytestmark = NEEDS_BROWSER

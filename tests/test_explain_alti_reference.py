@@ -122,7 +122,7 @@ def authors_alti(records, pre_ln: bool, with_biases: bool = True):
     for layer in c["encoder_self"][1:]:
         enc = layer @ enc
     cross, self_dec = torch.stack(c["cross"]), torch.stack(c["decoder_self"])       # (L, T, S+1), (L, T, T)
-    S, T = cross.shape[2] - 1, cross.shape[1]
+    S = cross.shape[2] - 1
     joint = torch.cat([cross[:, :, :S], self_dec * cross[:, :, -1:]], dim=-1)         # (L, T, S + T)
     rolled = torch.cat([joint[:, :, :S] @ enc, joint[:, :, S:]], dim=-1)
     total = rolled[0]
@@ -136,7 +136,7 @@ def _compare(tr, pre_ln: bool):
     """Max abs difference of explain=True's ALTI+ from the authors' formula, and from the same
     formula with the biases left out (the convention this replaced)."""
     out = tr.translate(SENTENCE, max_len=10, explain=True)
-    ex, S = out.explanation, len(out.source_ids)
+    ex = out.explanation
     fed = tr.tokenizer.piece_ids(out.target_tokens)
     records = _record(tr, out.source_ids, fed)
     ours = np.concatenate([ex.source_contribution, ex.prefix_contribution], axis=1)

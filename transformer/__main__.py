@@ -122,7 +122,7 @@ def _reexec_with_jemalloc() -> None:
     """Restart under jemalloc that keeps freed pages (Debian package libjemalloc2), if present.
 
     glibc hands each large activation back to the OS, so every training step page-faults
-    gigabytes; measured on the 2-core dev box: 1,088 -> 1,544 target tokens/s (see README).
+    gigabytes; measured on the 2-core dev box: 1,088 -> 1,544 target tokens/s.
     """
     if os.environ.get("LD_PRELOAD", "").find("jemalloc") >= 0 or not os.path.exists(JEMALLOC):
         return
