@@ -49,8 +49,6 @@ class Signals:
     deletion: np.ndarray          # (W, T) log p(y_t | x without word w); = log_p for words never deleted
     unmet: np.ndarray             # (W, T) unmet demand of word w at step t; 0 for words never deleted
     deleted: np.ndarray           # (W,) bool: a content word (deleted); special pieces and punctuation are not
-    top_log_p: np.ndarray | None = None   # (T,) log p of the step's most likely piece under the real source
-    entropy: np.ndarray | None = None     # (T,) entropy (nats) of p(. | x, y<t)
 
 
 def is_punctuation(piece: str) -> bool:
@@ -166,12 +164,11 @@ def forced_passes(tr, rows: list[tuple[list, list, list]], gates=None, budget: i
             if top:
                 top_lp, top_ids = log_probs.topk(top, dim=-1)                           # (B, T, K)
                 top_ids, top_p = top_ids.cpu().numpy(), top_lp.exp().cpu().numpy()
-                entropy = -(log_probs.exp() * log_probs).sum(-1).cpu().numpy()          # (B, T)
             for b, r in enumerate(chunk):
                 n = len(rows[r][2])
                 extra = None
                 if top:
-                    extra = (top_ids[b, :n], top_p[b, :n], entropy[b, :n].astype(np.float64))
+                    extra = (top_ids[b, :n], top_p[b, :n])
                 elif against is not None and against[r] is not None:
                     want = against[r]
                     here = log_probs[b, :n].gather(-1, want.ids.to(tr.device)).exp().cpu()   # (T, K)
@@ -196,7 +193,7 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
     full = forced_passes(tr, first, gates, budget, bf16, top=TOP_K)
     rows, against, starts = [], [], []
     for n, (it, (null, words, deleted)) in enumerate(zip(items, plans)):
-        want = demand_of(*full[2 * n][1][:2], list(it.output_ids))
+        want = demand_of(*full[2 * n][1], list(it.output_ids))
         starts.append(len(rows))
         for group, on in zip(words, deleted):
             if on:
@@ -212,7 +209,5 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
         deletion, unmet = np.tile(lp, (len(words), 1)), np.zeros((len(words), T))
         for k, w in enumerate(np.flatnonzero(deleted)):
             deletion[w], unmet[w] = passes[start + k]
-        top_ids, top_p, entropy = full[2 * n][1]
-        out.append(Signals(lp, lp_null, words, deletion, unmet, deleted,
-                           np.log(np.maximum(top_p[:, 0], 1e-30)).astype(np.float64) if len(top_p) else np.zeros(0), entropy))
+        out.append(Signals(lp, lp_null, words, deletion, unmet, deleted))
     return out
