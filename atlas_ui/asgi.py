@@ -102,6 +102,7 @@ def import_page_modules() -> None:
     `transformers` too, whose lazy names are not thread-safe (transformer/hf/runtime.py)."""
     importlib.import_module("atlas_ui.main")
     importlib.import_module("transformer.hf.runtime").runtime()
+    importlib.import_module("transformer.hf.engine")           # what Translator.load opens HF models with
 
 
 def page_middleware() -> list:

@@ -18,7 +18,7 @@ import streamlit as st
 from transformer.analyze import load_head_importance
 from transformer.explain import method_scores
 from transformer.explain_views import EXPLAIN_FAMILIES
-from transformer.faithfulness import _special_ids, perturbation_summary, perturbation_test, rank_correlations
+from transformer.faithfulness import perturbation_summary, perturbation_test, rank_correlations
 
 from .backend import get_translator, translation_slots
 from .catalogue import file_stamps
@@ -34,7 +34,7 @@ METHOD_LABELS = {"attention": "raw cross-attention (mean of layers and heads)",
 def explain_unavailable(translator) -> str | None:
     """None when translate(explain=True) works for this model (every family Translator.load opens,
     T5 included), else why not (one sentence): a guard for a model type added without a description."""
-    family = getattr(translator, "family", "ours")
+    family = translator.engine.family
     if family in EXPLAIN_FAMILIES:
         return None
     return (f"Norm-based attention, ALTI+ and saliency are unavailable for the {family} family: its layers "
@@ -62,7 +62,7 @@ def _run_explained(translator, text: str, beam_size: int, target, head_mask: tup
 def content_positions(translator, source_ids) -> list:
     """Source positions that are not special pieces (</s>, language codes): the ones the
     perturbation test may drop, and the ones rank correlations compare."""
-    special = _special_ids(translator)
+    special = translator.engine.special_ids
     return [j for j, i in enumerate(source_ids) if i not in special]
 
 

@@ -97,8 +97,8 @@ def to_result(out, device: str, head_mask: tuple = (), key: str = "") -> Result:
         steps=[(s.token, float(s.prob), [(p, float(q)) for p, q in s.top_k]) for s in out.steps],
         seconds=float(getattr(out, "seconds", 0.0)), device=device, beam=beam,
         beam_final=None if out.beam_final is None else tuple(out.beam_final), head_mask=tuple(head_mask),
-        positional_kind=str(getattr(out, "positional_kind", "sinusoidal")),
-        position_bias=None if getattr(out, "position_bias", None) is None else read_only(np.array(out.position_bias)),
+        positional_kind=str(out.positional_kind),
+        position_bias=None if out.position_bias is None else read_only(np.array(out.position_bias)),
         key=key, **explanation_fields(getattr(out, "explanation", None)))
 
 

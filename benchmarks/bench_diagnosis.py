@@ -32,7 +32,6 @@ from transformer.data import read_split, resolve_data_dir  # noqa: E402
 from transformer.diagnosis import diagnose_items  # noqa: E402
 from transformer.diagnosis_fit import FIT_FROM, dev_cases, make_item, roc_auc  # noqa: E402
 from transformer.diagnosis_protocol import evaluate  # noqa: E402
-from transformer.faithfulness import _special_ids  # noqa: E402
 from transformer.translator import Translator  # noqa: E402
 
 INSERTED = ["Kubernetes", "photosynthesis", "ALERT", "xylophone", "Zürich", "hashtag", "quantum", "Bitcoin"]
@@ -54,7 +53,7 @@ def run_model(path: str, data_dir, n: int, alti: bool, bf16: bool = False):
     started = time.perf_counter()
     every_diagnosis = diagnose_items(tr, [c.item for c in every], bf16=bf16)
     seconds = time.perf_counter() - started
-    realistic = evaluate(every, every_diagnosis, _special_ids(tr))
+    realistic = evaluate(every, every_diagnosis, set(tr.engine.special_ids))
     synthetic = [(c, d) for c, d in zip(every, every_diagnosis) if c.kind in ("correct", "detached", "partial", "appended")]
     cs, dgs = [c for c, _ in synthetic], [d for _, d in synthetic]
     extra = []
@@ -66,7 +65,7 @@ def run_model(path: str, data_dir, n: int, alti: bool, bf16: bool = False):
         ex = out.explanation
         extra.append(dict(share=ex.source_share, coverage=ex.source_contribution.sum(0),
                           wass=wass_to_unif(out.attention.cross[-1])))
-    special = _special_ids(tr)
+    special = set(tr.engine.special_ids)
     by = {k: [(c, d, e) for c, d, e in zip(cs, dgs, extra) if c.kind == k] for k in ("correct", "detached", "partial", "appended")}
     sentence_signals = {
         "log p": lambda c, d, e: -float(d.signals["log_p"].mean()),

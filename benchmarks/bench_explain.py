@@ -21,7 +21,6 @@ sys.path.insert(0, str(REPO))
 
 from transformer import Translator  # noqa: E402
 from transformer.explain import explain_run  # noqa: E402
-from transformer.model import BOS_ID  # noqa: E402
 
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street near the old market."
 
@@ -51,8 +50,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     tr = Translator.load(args.model, device="cpu")
     out = tr.translate(args.sentence, capture=True)
-    fed = [BOS_ID] + out.output_ids[:-1] if not hasattr(tr, "family") else \
-        tr.tokenizer.piece_ids(out.target_tokens)
+    fed = tr.tokenizer.piece_ids(out.target_tokens)         # the start piece, then output_ids[:-1]
     fns = {
         "translate(capture=False)": lambda: tr.translate(args.sentence, capture=False),
         "translate(capture=True)": lambda: tr.translate(args.sentence, capture=True),

@@ -1,4 +1,4 @@
-"""Speed of the Hugging Face adapter on a model of opus-mt-en-de's shape, side by side in one run.
+"""Speed of the Hugging Face engine on a model of opus-mt-en-de's shape, side by side in one run.
 
     python benchmarks/bench_hf.py [--threads 2] [--repeats 15] [--steps 20]
 
@@ -36,7 +36,6 @@ sys.path.insert(0, str(REPO))
 
 from transformer import Translator  # noqa: E402
 from transformer.data import DEFAULT_DATA_DIR, read_split  # noqa: E402
-from transformer.hf.generation import greedy  # noqa: E402
 
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."
 VOCAB = 58101
@@ -114,8 +113,8 @@ def main() -> None:
 
     def our_loop():
         with torch.inference_mode():
-            plan = tr._plan(*memory_inputs, 1, None, None)
-            return greedy(model, tr._encode(*memory_inputs), memory_inputs[1], plan)
+            source, mask = memory_inputs[0], memory_inputs[1].bool()
+            return tr.engine.greedy(source, mask, tr.engine.plan(source, mask, 1, None, None))
 
     ours = tr.translate(SENTENCE, capture=False)
     assert ours.output_ids == model.generate(**enc, num_beams=1, do_sample=False)[0, 1:].tolist()

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from conftest import random_sentences
-from transformer.capture import _current_recorder, capture
+from transformer.capture import capture, is_capturing, trace_from
 from transformer.decoding import forced_logits
 from transformer.model import MultiHeadAttention
 
@@ -99,7 +99,7 @@ def test_cached_decoding_equals_one_teacher_forced_pass(tiny):
         with torch.no_grad(), capture() as recorder:
             logits = forced_logits(tiny.model, source, source != 0, out.output_ids)
         assert logits.argmax(-1).tolist() == out.output_ids
-        forced = tiny._trace(recorder, len(out.source_ids), len(out.output_ids))
+        forced = trace_from(recorder, tiny.config, len(out.source_ids), len(out.output_ids))
         for kind in ("encoder_self", "decoder_self", "cross"):
             assert np.abs(forced.get(kind) - out.attention.get(kind)).max() <= 1e-5
         probs = torch.softmax(logits, -1)
@@ -119,15 +119,15 @@ def test_step_records_hold_that_steps_attention_rows(tiny):
 
 
 def test_capture_state_is_per_call_and_always_reset(tiny):
-    assert _current_recorder.get() is None
+    assert not is_capturing()
     tiny.translate(SENTENCE, capture=True)
-    assert _current_recorder.get() is None
+    assert not is_capturing()
     try:
         with capture():
             raise RuntimeError("boom")
     except RuntimeError:
         pass
-    assert _current_recorder.get() is None
+    assert not is_capturing()
     # nothing about a call is left on the model's modules
     for module in tiny.model.modules():
         for name, value in vars(module).items():

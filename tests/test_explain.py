@@ -265,7 +265,7 @@ def test_perturbation_and_rank_correlation(en_de):
 
 def test_an_unknown_family_is_refused_with_a_clear_message():
     with pytest.raises(ValueError, match="gpt2.*supported: .*t5"):
-        model_view(SimpleNamespace(family="gpt2"))
+        model_view(SimpleNamespace(engine=SimpleNamespace(family="gpt2")))
 
 
 # ---- Hugging Face: BART-like families (Marian post-LN, NLLB pre-LN), tiny models built here -------

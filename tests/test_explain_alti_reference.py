@@ -28,7 +28,7 @@ HF_NAMES = ("marian", "bart", "nllb", "mbart50")            # post-LN, post-LN, 
 def _layers(tr):
     """Per attention layer (in forward order): kind, layer, attention module, its block's norm,
     and the names of its v / output projections."""
-    if not hasattr(tr, "family"):
+    if not tr.is_hf:
         m, rows = tr.model, []
         for i, l in enumerate(m.encoder_layers):
             rows.append(("encoder_self", i, l.self_attention, l.attention_block.norm))
@@ -69,7 +69,7 @@ def _record(tr, source_ids, fed_ids):
     src, fed = torch.tensor([source_ids]), torch.tensor([fed_ids])
     try:
         with capture() as recorder:
-            if hasattr(tr, "family"):
+            if tr.is_hf:
                 tr.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=fed)
             else:
                 tr.model(src, None, fed)

@@ -15,9 +15,9 @@ import torch
 from conftest import REPO
 from hf_tiny import LANGUAGES
 from transformer import Translator
-from transformer.capture import _current_recorder
+from transformer.capture import is_capturing
 from transformer.hf import HFTranslator
-from transformer.hf.hooks import _current_gates
+from transformer.hf.hooks import current_gates
 
 FAMILIES = ["marian", "m2m100", "nllb", "mbart50", "bart", "t5"]
 SENTENCES = ["A man is riding a bike.", "Two dogs play in the snow.", "A girl in a red dress.",
@@ -33,8 +33,8 @@ def hf(hf_dirs):
 def generate_ids(tr, text, **kwargs) -> list[int]:
     """transformers' own generate() on the same encoder input; outputs after the start token,
     up to the first end token."""
-    enc = tr.tokenizer.hf([tr.langs.prefix + text], return_tensors="pt")
-    ids = tr.model.generate(**enc, do_sample=False, **tr.langs.overrides, **kwargs)[0, 1:].tolist()
+    enc = tr.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
+    ids = tr.model.generate(**enc, do_sample=False, **tr.engine.langs.overrides, **kwargs)[0, 1:].tolist()
     eos = tr.model.generation_config.eos_token_id
     return ids[: ids.index(eos) + 1] if eos in ids else ids
 
@@ -76,13 +76,13 @@ def test_tokens_shapes_masks_and_rows(hf, name):
     hft = tr.tokenizer.hf
     out = tr.translate(SENTENCES[0], top_k=3)
     S, T, c = len(out.source_tokens), len(out.output_tokens), tr.config
-    assert out.source_ids == hft(tr.langs.prefix + SENTENCES[0]).input_ids
+    assert out.source_ids == hft(tr.engine.langs.prefix + SENTENCES[0]).input_ids
     assert out.source_tokens == hft.convert_ids_to_tokens(out.source_ids)
     start = tr.model.generation_config.decoder_start_token_id
     assert out.target_tokens[0] == hft.convert_ids_to_tokens(start)
     assert out.target_tokens[1:] == out.output_tokens[:-1] and len(out.steps) == T
     if name in LANGUAGES and name != "t5":          # the language code is the first output piece
-        assert out.output_tokens[0] == hft.convert_ids_to_tokens(tr.langs.overrides["forced_bos_token_id"])
+        assert out.output_tokens[0] == hft.convert_ids_to_tokens(tr.engine.langs.overrides["forced_bos_token_id"])
     att = out.attention
     assert att.encoder_self.shape == (c.n_encoder_layers, c.n_heads, S, S)
     assert att.decoder_self.shape == (c.n_decoder_layers, c.n_heads, T, T)
@@ -177,9 +177,9 @@ def test_beam_history_and_score(hf, name):
     step, index = out.beam_final
     final = out.beam[step][index]
     assert final.finished and final.pieces == out.output_tokens
-    enc = tr.tokenizer.hf([tr.langs.prefix + text], return_tensors="pt")
+    enc = tr.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
     theirs = tr.model.generate(**enc, num_beams=k, do_sample=False, output_scores=True,
-                               return_dict_in_generate=True, **tr.langs.overrides)
+                               return_dict_in_generate=True, **tr.engine.langs.overrides)
     assert final.score == pytest.approx(float(theirs.sequences_scores[0]), abs=1e-4)
     # steps and attention describe the returned hypothesis
     assert [s.token for s in out.steps] == out.output_tokens
@@ -212,7 +212,7 @@ def test_forced_decoding(hf, name):
     tr = hf[name]
     source, reference = SENTENCES[0], "Ein Mann fährt Fahrrad."
     out = tr.translate(source, target=reference, top_k=4)
-    with tr._lock:
+    with tr.tokenizer.lock:
         expected = tr.tokenizer.hf(text_target=reference).input_ids
     assert out.output_ids == expected and out.forced
     assert out.output_tokens == tr.tokenizer.hf.convert_ids_to_tokens(expected)
@@ -304,7 +304,7 @@ def test_three_threads_get_serial_results(hf, name):
             for kind in KINDS:
                 np.testing.assert_allclose(out.attention.get(kind), ref.attention.get(kind), atol=1e-6)
     hooks_after = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in tr.model.modules())
-    assert hooks_after == hooks_before and _current_recorder.get() is None and _current_gates.get() is None
+    assert hooks_after == hooks_before and not is_capturing() and current_gates() is None
 
 
 @pytest.mark.parametrize("name", ["marian", "m2m100"])
@@ -321,7 +321,8 @@ def test_bad_text_and_truncation(hf, name):
 
 def test_a_second_translator_over_the_same_model_does_not_record_twice(hf):
     tr = hf["marian"]
-    other = HFTranslator(tr.model, tr.tokenizer.hf, dict(tr.card), "cpu", tr.source_lang, tr.target_lang)
+    from transformer.hf import HFEngine
+    other = Translator(HFEngine(tr.model, tr.tokenizer.hf, dict(tr.card), "cpu", tr.source_lang, tr.target_lang))
     a, b = tr.translate(SENTENCES[0]), other.translate(SENTENCES[0])
     for kind in KINDS:
         np.testing.assert_array_equal(a.attention.get(kind), b.attention.get(kind))

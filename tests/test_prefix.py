@@ -12,7 +12,7 @@ import torch
 from conftest import REPO, random_sentences
 from hf_tiny import LANGUAGES
 from transformer import Translator
-from transformer.capture import capture
+from transformer.capture import capture, trace_from
 from transformer.decoding import forced_logits, length_normalizer
 
 KINDS = ("encoder_self", "decoder_self", "cross")
@@ -147,7 +147,7 @@ def test_captured_attention_is_a_teacher_forced_recomputation(tiny, beam_size):
         source = torch.tensor([out.source_ids])
         with torch.no_grad(), capture() as recorder:
             logits = forced_logits(tiny.model, source, source != 0, out.output_ids)
-        forced = tiny._trace(recorder, len(out.source_ids), len(out.output_ids))
+        forced = trace_from(recorder, tiny.config, len(out.source_ids), len(out.output_ids))
         for kind in KINDS:
             assert out.attention.get(kind).shape == forced.get(kind).shape
             assert np.abs(forced.get(kind) - out.attention.get(kind)).max() <= 1e-5
@@ -257,10 +257,10 @@ def generate_ids(tr, text, prefix_ids, model=None, **kwargs) -> list[int]:
     """transformers' generate() from the decoder start token followed by the prefix ids; outputs
     after the start token, up to the first end token."""
     model = model or tr.model
-    enc = tr.tokenizer.hf([tr.langs.prefix + text], return_tensors="pt")
+    enc = tr.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
     start = model.generation_config.decoder_start_token_id
     fed = torch.tensor([[start] + list(prefix_ids)])
-    ids = model.generate(**enc, decoder_input_ids=fed, do_sample=False, **tr.langs.overrides,
+    ids = model.generate(**enc, decoder_input_ids=fed, do_sample=False, **tr.engine.langs.overrides,
                          **kwargs)[0, 1:].tolist()
     eos = model.generation_config.eos_token_id
     return ids[: ids.index(eos) + 1] if eos in ids else ids
@@ -320,10 +320,10 @@ def test_hf_prefix_greedy_and_beam_equal_generate_from_the_same_decoder_input(hf
         step, index = beam.beam_final
         final = beam.beam[step][index]
         assert final.pieces == beam.output_tokens
-        enc = tr.tokenizer.hf([tr.langs.prefix + text], return_tensors="pt")
+        enc = tr.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
         fed = torch.tensor([[tr.model.generation_config.decoder_start_token_id] + ids])
         theirs = tr.model.generate(**enc, decoder_input_ids=fed, num_beams=4, do_sample=False, output_scores=True,
-                                   return_dict_in_generate=True, max_new_tokens=max_len - P, **tr.langs.overrides)
+                                   return_dict_in_generate=True, max_new_tokens=max_len - P, **tr.engine.langs.overrides)
         assert final.score == pytest.approx(float(theirs.sequences_scores[0]), abs=1e-4)
 
 
@@ -342,13 +342,13 @@ def test_hf_prefix_with_the_generation_configs_length_equals_generate(hf, name):
 def test_hf_text_prefix_is_tokenized_as_a_target_without_the_end(hf, name):
     tr = hf[name]
     text_prefix = "Ein Mann"
-    with tr._lock:
+    with tr.tokenizer.lock:
         expected = tr.tokenizer.hf(text_target=text_prefix).input_ids[:-1]
     out = tr.translate(SOURCES[0], prefix=text_prefix)
     assert out.prefix_length == len(expected) and out.output_ids[: len(expected)] == expected
     assert tr.tokenizer.hf.eos_token_id not in expected
     if name in LANGUAGES and name != "t5":            # the language code comes first, as in a target
-        assert out.output_tokens[0] == tr.tokenizer.hf.convert_ids_to_tokens(tr.langs.overrides["forced_bos_token_id"])
+        assert out.output_tokens[0] == tr.tokenizer.hf.convert_ids_to_tokens(tr.engine.langs.overrides["forced_bos_token_id"])
     assert_same_run(out, tr.translate(SOURCES[0], prefix=tr.tokenizer.pieces(expected)))
 
 

@@ -33,10 +33,16 @@ class HookPoint(nn.Module):
         return x
 
 
-def _record_hook(module: HookPoint, inputs, output) -> None:
+def record(kind: str, layer: int, weights: torch.Tensor) -> None:
+    """Hand weights (B, H, Tq, Tk) to the current call's recorder, if it has one (every engine's
+    hooks call this: ours' HookPoints below, Hugging Face's in hf/hooks.py)."""
     recorder = _current_recorder.get()
     if recorder is not None:
-        recorder.record(module.kind, module.layer, output)
+        recorder.record(kind, layer, weights)
+
+
+def _record_hook(module: HookPoint, inputs, output) -> None:
+    record(module.kind, module.layer, output)
 
 
 def install_hooks(model: nn.Module) -> int:
@@ -96,6 +102,30 @@ class AttentionTrace:
         if kind not in KINDS:
             raise ValueError(f"unknown attention kind {kind!r}; expected one of {KINDS}")
         return getattr(self, kind)
+
+
+def trace_from(recorder: Recorder, config, S: int, T: int) -> AttentionTrace:
+    """Stack one call's recorded weights into (layers, heads, Tq, Tk) arrays: the pieces of cached
+    decoding (one row per step, keys growing) become rows. config: n_heads and layer counts."""
+    c = config
+
+    def stack(kind: str, layers: int, width: int) -> np.ndarray:
+        per_layer = []
+        for layer in range(layers):
+            rows = recorder.records[(kind, layer)]
+            full = torch.zeros(c.n_heads, sum(r.shape[2] for r in rows), width)
+            position = 0
+            for r in rows:                                   # (1, H, q, k), k <= width
+                full[:, position:position + r.shape[2], : r.shape[3]] = r[0].float().cpu()
+                position += r.shape[2]
+            per_layer.append(full)
+        return torch.stack(per_layer).numpy()
+
+    trace = AttentionTrace(encoder_self=stack("encoder_self", c.n_encoder_layers, S),
+                           decoder_self=stack("decoder_self", c.n_decoder_layers, T),
+                           cross=stack("cross", c.n_decoder_layers, S))
+    assert trace.decoder_self.shape[2] == T and trace.cross.shape[2] == T, "trace rows != output steps"
+    return trace
 
 
 @dataclass

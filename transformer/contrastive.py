@@ -71,7 +71,7 @@ def contrastive_saliency(translator, out, step: int, alternative: str, chosen: s
     source_ids = tokenizer.piece_ids(list(out.source_tokens))
     fed_ids = tokenizer.piece_ids(list(out.target_tokens[: step + 1]))
     chosen_id, alternative_id = tokenizer.piece_ids([chosen, alternative])
-    gates = translator._gates(head_mask)
+    gates = translator.gates(head_mask)
     device = translator.device
     with torch.inference_mode(False), no_capture(), torch.enable_grad():
         if gates is not None:                           # possibly made under inference_mode: copy

@@ -56,7 +56,7 @@ class ModelView:
 
 
 def model_view(translator) -> ModelView:
-    family = getattr(translator, "family", "ours")
+    family = translator.engine.family
     if family == "ours":
         return _our_view(translator.model)
     if family not in EXPLAIN_FAMILIES:
@@ -159,10 +159,3 @@ def _t5_view(model) -> ModelView:
                      target_embedding=lambda ids: arch.token_embeddings(dec, ids),
                      encoder_input=lambda e: e, decoder_input=lambda e: e,      # positions live in the bias
                      encoder_final=enc.final_layer_norm, logits=logits)
-
-
-def unk_id(translator) -> int:
-    """The id a perturbation puts in place of a dropped source piece."""
-    hf = getattr(translator.tokenizer, "hf", None)
-    return int(hf.unk_token_id) if hf is not None else 1
-

@@ -17,19 +17,6 @@ import torch
 
 from .capture import no_capture
 from .explain import method_scores
-from .explain_views import unk_id
-
-
-def _special_ids(tr) -> set[int]:
-    hf = getattr(tr.tokenizer, "hf", None)
-    return set(hf.all_special_ids) if hf is not None else {0, 1, 2, 3}
-
-
-def _hf_gating(hf: bool, gates):
-    if not hf:
-        return contextlib.nullcontext()
-    from .hf.hooks import gating
-    return gating(gates)
 
 
 @torch.inference_mode()
@@ -41,16 +28,10 @@ def _forced_probs(tr, sources: list[list[int]], fed_ids: list[int], output_ids: 
     fed_one = torch.tensor([fed_ids], dtype=torch.long, device=tr.device)            # (1, T)
     chosen = torch.tensor(output_ids, dtype=torch.long, device=tr.device)            # (T,)
     probs, argmax = [], []
-    hf = hasattr(tr, "family")
-    with no_capture(), _hf_gating(hf, gates):
+    with no_capture():
         for start in range(0, len(sources), chunk):
             src = torch.tensor(sources[start:start + chunk], dtype=torch.long, device=tr.device)   # (B, S)
-            fed = fed_one.expand(src.shape[0], -1)
-            if hf:                                     # Hugging Face: gates act through its hooks
-                logits = tr.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=fed,
-                                  use_cache=False, return_dict=True).logits
-            else:
-                logits = tr.model(src, None, fed, gates=gates)                        # (B, T, V)
+            logits = tr.engine.teacher_forced(src, None, fed_one.expand(src.shape[0], -1), gates)  # (B, T, V)
             p = torch.softmax(logits.float(), dim=-1)
             index = chosen.view(1, -1, 1).expand(p.shape[0], -1, 1)
             probs.append(p.gather(-1, index).squeeze(-1).cpu().numpy())                # (B, T)
@@ -74,7 +55,7 @@ def perturbation_test(tr, out, scores: dict | None = None, ks=(1, 3), head_mask=
     source, output = list(out.source_ids), list(out.output_ids)
     T, S = len(output), len(source)
     fed = tr.tokenizer.piece_ids(out.target_tokens[:1]) + output[:-1]
-    special = _special_ids(tr)
+    special = tr.engine.special_ids
     candidates = np.array([j for j, i in enumerate(source) if i not in special])
     if random_baseline:
         rng = np.random.default_rng(seed)
@@ -83,7 +64,7 @@ def perturbation_test(tr, out, scores: dict | None = None, ks=(1, 3), head_mask=
         if np.shape(s) != (T, S):
             raise ValueError(f"scores[{name!r}] has shape {np.shape(s)}, expected (T, S) = ({T}, {S})")
     plans, variants = [], {tuple(source): 0}
-    unk = unk_id(tr)
+    unk = tr.engine.unk_id
     for name, s in scores.items():
         for t in range(T):
             row = np.asarray(s[t], dtype=np.float64)[candidates]
@@ -93,7 +74,7 @@ def perturbation_test(tr, out, scores: dict | None = None, ks=(1, 3), head_mask=
                 ids = [unk if j in dropped else i for j, i in enumerate(source)]
                 index = variants.setdefault(tuple(ids), len(variants))
                 plans.append((name, t, int(k), dropped, index))
-    probs, argmax = _forced_probs(tr, [list(v) for v in variants], fed, output, tr._gates(head_mask))  # (N, T)
+    probs, argmax = _forced_probs(tr, [list(v) for v in variants], fed, output, tr.gates(head_mask))  # (N, T)
     rows = []
     for name, t, k, dropped, index in plans:
         rows.append(dict(method=name, step=t, k=k, dropped=dropped, p_before=float(probs[0, t]),
@@ -141,3 +122,17 @@ def rank_correlations(scores: dict, positions=None):
     rows = [dict(step=t, method_a=a, method_b=b, spearman=spearman(arrays[a][t, cols], arrays[b][t, cols]))
             for t in range(T) for i, a in enumerate(names) for b in names[i + 1:]]
     return pd.DataFrame(rows, columns=["step", "method_a", "method_b", "spearman"])
+
+
+# ---- deprecated: transformer/diagnosis*.py still import these; use tr.engine.special_ids and
+# tr.engine.teacher_forced(..., gates) instead -------------------------------------------------
+def _special_ids(tr) -> set[int]:
+    return set(tr.engine.special_ids)
+
+
+def _hf_gating(hf: bool, gates):
+    """Gates for a raw Hugging Face model call (ours takes them as an argument)."""
+    if not hf:
+        return contextlib.nullcontext()
+    from .hf.hooks import gating
+    return gating(gates)

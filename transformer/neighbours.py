@@ -37,17 +37,17 @@ class Neighbour:
 def source_embedding_matrix(translator) -> np.ndarray:
     """(V, D) float32: the source-side input embedding rows (before any scale: cosine ignores it)."""
     model = translator.model
-    if hasattr(model, "source_embedding"):                      # ours
-        weight = model.source_embedding.weight
-    else:                                                       # Hugging Face encoder-decoders
+    if translator.is_hf:                                        # Hugging Face encoder-decoders
         weight = model.get_encoder().embed_tokens.weight
+    else:                                                       # ours
+        weight = model.source_embedding.weight
     return weight.detach().float().cpu().numpy()
 
 
 def _pieces_of(translator, ids: list[int]) -> list[str]:
     """Source pieces of `ids` ("" for an id without one), HF tokenizers only."""
     tokenizer = translator.tokenizer
-    source = getattr(tokenizer, "_source", None)                # Marian with separate vocabularies
+    source = tokenizer.source_vocab                             # Marian with separate vocabularies
     if source is not None:
         return [source.get(i, "") for i in ids]
     return [str(p) if p is not None else "" for p in tokenizer.hf.convert_ids_to_tokens(list(ids))]
@@ -59,10 +59,10 @@ def _special_among(translator, ids, pieces: list[str] | None = None) -> set:
     one sentence's ids only, without reading the whole vocabulary."""
     ids = [int(i) for i in ids]
     tokenizer = translator.tokenizer
-    hf = getattr(tokenizer, "hf", None)
-    if hf is None:                                              # ours: sentencepiece
+    if not translator.is_hf:                                    # ours: sentencepiece
         sp = tokenizer.sp
         return {i for i in ids if i in (0, 1, 2, 3) or sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i)}
+    hf = tokenizer.hf
     special = {int(i) for i in hf.all_special_ids if i is not None}
     special |= {int(i) for i in getattr(hf, "lang_code_to_id", {}).values()}
     pieces = _pieces_of(translator, ids) if pieces is None else pieces
@@ -72,10 +72,10 @@ def _special_among(translator, ids, pieces: list[str] | None = None) -> set:
 def _vocabulary(translator, rows: int) -> tuple[list[str], set]:
     """(pieces by source id, special ids) for the first `rows` ids that have a piece."""
     tokenizer = translator.tokenizer
-    if getattr(tokenizer, "hf", None) is None:
+    if not translator.is_hf:
         size = min(rows, len(tokenizer))
         return tokenizer.pieces(range(size)), _special_among(translator, range(size))
-    source = getattr(tokenizer, "_source", None)
+    source = tokenizer.source_vocab
     size = min(rows, max(source) + 1 if source is not None else len(tokenizer))
     pieces = _pieces_of(translator, list(range(size)))
     return pieces, _special_among(translator, range(size), pieces)
@@ -121,7 +121,7 @@ def nearest_pieces(translator, ids, k: int = 8, *, word_start: bool = False, amo
 
 def source_ids(translator, pieces) -> list[int]:
     """Source pieces (Translation.source_tokens) back to source-side ids."""
-    source = getattr(translator.tokenizer, "_source", None)
+    source = translator.tokenizer.source_vocab if translator.is_hf else None
     if source is not None:
         by_piece = {piece: i for i, piece in source.items()}
         missing = [p for p in pieces if p not in by_piece]
@@ -143,11 +143,10 @@ def swap_word(translator, pieces, start: int, stop: int, replacement: str) -> st
     keep = [p for i, p in zip(ids[:start], pieces[:start]) if i not in special]
     tail = [p for i, p in zip(ids[stop:], pieces[stop:]) if i not in special]
     edited = keep + [str(replacement)] + tail
-    hf = getattr(translator.tokenizer, "hf", None)
-    if hf is None:
+    if not translator.is_hf:
         return "".join(edited).replace(WORD_MARKERS[0], " ").strip()
     with translator.tokenizer.lock:
-        return hf.convert_tokens_to_string(edited).strip()
+        return translator.tokenizer.hf.convert_tokens_to_string(edited).strip()
 
 
 __all__ = ["Neighbour", "nearest_pieces", "source_embedding_matrix", "source_ids", "swap_word", "is_word_start"]

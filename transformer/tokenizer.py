@@ -84,6 +84,10 @@ class Tokenizer:
     def pieces(self, ids) -> list[str]:
         return [self.sp.id_to_piece(int(i)) for i in ids]
 
+    def source_pieces(self, ids) -> list[str]:
+        """Source ids named (one joint vocabulary here; engines with a separate one differ)."""
+        return self.pieces(ids)
+
     def decode(self, ids) -> str:
         """Ids to text; special ids (<s>, </s>, <pad>) are dropped, <unk> reads as ' ⁇ '."""
         return self.sp.decode([int(i) for i in ids if int(i) not in (0, 2, 3)])

@@ -1,4 +1,9 @@
-"""`Translator`: the public API (see shared/docs/api.md). One call, one trace; no shared state."""
+"""`Translator`: the public API (see shared/docs/api.md), one class for every model family.
+
+It checks input, plans decoding, runs greedy, beam and forced decoding and assembles a
+`Translation`, calling only the engine interface (engine.py): `engine_ours.OursEngine` for our
+model, `hf.engine.HFEngine` for Hugging Face encoder-decoders. One call, one trace; no shared state.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -10,21 +15,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from .capture import AttentionTrace, Masks, capture, no_capture, normalize_head_mask
-from .checkpoint import load_model_dir
+from .capture import AttentionTrace, Masks, capture, no_capture, trace_from
 from .config import ModelConfig
-from .decoding import Hypothesis, beam_search, forced_logits, greedy_decode
+from .decoding import Hypothesis
+from .engine import Engine, Plan, default_device, open_engine
+from .engine_ours import OursEngine
 from .language import check as check_language
 from .masks import causal_mask
-from .model import BOS_ID, EOS_ID, PAD_ID, Transformer
-from .tokenizer import Tokenizer
 
 if TYPE_CHECKING:                     # the annotation only: explain.py imports torch-heavy helpers lazily
     from .explain import Explanation
 
-
-def default_device() -> torch.device:
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+__all__ = ["Step", "Translation", "Translator", "default_device"]
 
 
 @dataclass
@@ -39,6 +41,9 @@ class Step:
 
 @dataclass
 class Translation:
+    """One run, whatever the family. `positional_encoding` is what the encoder added (zeros for T5,
+    whose positions live in `position_bias`). Beam scores follow the engine: ours
+    sum log p / ((5 + len) / 6) ** length_penalty; Hugging Face generate()'s sum log p / len ** lp."""
     text: str
     source_tokens: list
     target_tokens: list
@@ -58,34 +63,43 @@ class Translation:
     seconds: float = 0.0
     explanation: "Explanation | None" = None   # explain=True only (transformer/explain.py)
     diagnosis: object | None = None            # diagnose=True only (transformer/diagnosis.py)
+    positional_kind: str = "sinusoidal"        # "sinusoidal" | "learned" | "relative_bias" (T5)
+    decoder_positional_encoding: np.ndarray | None = None   # (T, d_model) what the decoder added
+    position_bias: np.ndarray | None = None          # T5: (H, S, S) relative bias added to encoder scores
+    decoder_position_bias: np.ndarray | None = None  # T5: (H, T, T) relative bias of decoder self-attention
 
 
 class Translator:
-    def __init__(self, model: Transformer, tokenizer: Tokenizer, card: dict | None = None, device=None):
-        self.device = torch.device(device) if device is not None else default_device()
-        self.model = model.to(self.device).eval()
-        self.tokenizer = tokenizer
-        self.config: ModelConfig = model.config
-        self.card = card or {}
-        self.source_lang, self.target_lang = self.config.source_lang, self.config.target_lang
-        if len(tokenizer) != self.config.vocab_size:
-            raise ValueError(f"tokenizer has {len(tokenizer)} pieces, config vocab_size={self.config.vocab_size}")
+    """Translator(engine), or Translator(model, tokenizer, card, device) for a `Transformer` of ours
+    (training builds one so). `Translator.load` picks the engine for a path (engine.open_engine)."""
+
+    def __init__(self, model, tokenizer=None, card: dict | None = None, device=None):
+        engine = model if isinstance(model, Engine) else OursEngine(model, tokenizer, card, device)
+        self.engine = engine
+        self.device, self.model, self.tokenizer = engine.device, engine.model, engine.tokenizer
+        self.config: ModelConfig = engine.config
+        self.card = engine.card
+        self.source_lang, self.target_lang = engine.source_lang, engine.target_lang
 
     @classmethod
     def load(cls, path: str | Path, device=None, source_lang: str | None = None,
              target_lang: str | None = None) -> "Translator":
         """A model directory of ours, or a Hugging Face encoder-decoder (a save_pretrained
         directory or a hub id; see transformer/hf). Languages choose a multilingual model's pair."""
-        from .hf.load import is_hf_source
-        if is_hf_source(path):
-            from .hf.load import load_hf
-            return load_hf(path, device=device, source_lang=source_lang, target_lang=target_lang)
-        config, model, tokenizer, card = load_model_dir(path)
-        for asked, own in ((source_lang, config.source_lang), (target_lang, config.target_lang)):
-            if asked is not None and asked != own:
-                raise ValueError(f"{path}: translates {config.source_lang}->{config.target_lang}, "
-                                 f"not {source_lang}->{target_lang}")
-        return cls(model, tokenizer, card, device)
+        return cls(open_engine(path, device, source_lang, target_lang))
+
+    @property
+    def is_hf(self) -> bool:
+        """A Hugging Face model (tr.engine.family names which); False for ours."""
+        return self.engine.family != "ours"
+
+    @property
+    def family(self) -> str:
+        """Deprecated: use tr.engine.family ("ours" or the model_type) or tr.is_hf. Only Hugging Face
+        translators have it, because transformer/diagnosis*.py still tell them apart with hasattr."""
+        if not self.is_hf:
+            raise AttributeError("family: use tr.engine.family or tr.is_hf")
+        return self.engine.family
 
     def language_check(self, text: str):
         """Is `text` in the language this model reads (self.source_lang)? A LanguageCheck
@@ -96,106 +110,29 @@ class Translator:
     def positional_table(self, positions: int) -> np.ndarray:
         """(positions, d_model) float32: what the encoder adds at positions 0..positions-1 (the
         classic picture spans more positions than one sentence); at most max_source_len."""
-        return self.model.positional_encoding[: self._table_length(positions)].float().cpu().numpy()
-
-    def _table_length(self, positions: int) -> int:
         if not isinstance(positions, int) or positions < 1:
             raise ValueError(f"positions must be a positive int, got {positions!r}")
-        return min(positions, self.config.max_source_len)
+        return self.engine.positional_table("encoder", min(positions, self.config.max_source_len))
 
-    # ---- input handling --------------------------------------------------------------
+    # ---- input handling --------------------------------------------------------------------
     def encode_source(self, text: str) -> tuple[list[int], bool]:
-        """Source ids ending in </s>, cut to max_source_len; raises ValueError if there is nothing."""
+        """The encoder's input ids (the model's specials included), cut to max_source_len, and
+        whether they were cut; ValueError if there is nothing to translate."""
         if not isinstance(text, str):
             raise ValueError(f"text must be a string, got {type(text).__name__}")
         if not text.strip():
             raise ValueError("text is empty: type a sentence to translate")
-        ids = self.tokenizer.encode_ids(text)
+        ids, truncated = self.engine.source_ids(text)
         if not ids:
             raise ValueError("text yields no pieces after normalisation: type a sentence to translate")
-        limit = self.config.max_source_len - 1
-        truncated = len(ids) > limit
-        return ids[:limit] + [EOS_ID], truncated
+        return ids, truncated
 
-    def _check_max_len(self, max_len, source_len: int) -> int:
-        if max_len is None:
-            return min(self.config.max_target_len, 2 * source_len + 16)
-        if not isinstance(max_len, (int, np.integer)) or max_len < 1:
-            raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
-        if max_len > self.config.max_target_len:
-            raise ValueError(f"max_len={max_len} exceeds the model's max_target_len={self.config.max_target_len}")
-        return int(max_len)
-
-    def _gates(self, head_mask):
-        c = self.config
-        return normalize_head_mask(head_mask, c.n_encoder_layers, c.n_decoder_layers, c.n_heads, self.device)
-
-    # ---- one sentence, everything captured ----------------------------------------------
-    @torch.inference_mode()
-    def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, capture: bool = True,
-                  top_k: int = 5, length_penalty: float = 1.0, target: str | list[str] | None = None,
-                  head_mask=None, explain: bool = False, diagnose: bool = False,
-                  prefix: str | list[str] | None = None) -> Translation:
-        """Decode (greedy or beam) or, with `target`, force a reference: a text, or a list of
-        pieces fed exactly (e.g. another run's output_tokens, so two runs align step by step).
-        `prefix` (pieces, or a text segmented without </s>) forces the first output pieces, then
-        decoding goes on from there; beam hypotheses all start with it (see beam_search).
-        explain=True adds `out.explanation` (norm-based attention, ALTI+, saliency) for this run."""
-        started = time.perf_counter()
-        if not isinstance(beam_size, (int, np.integer)) or beam_size < 1:
-            raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
-        source_ids, truncated = self.encode_source(text)
-        max_len = self._check_max_len(max_len, len(source_ids))
-        prefix_ids = self._check_prefix(self._prefix_ids(prefix, target), max_len, {EOS_ID})
-        gates = self._gates(head_mask)
-        source = torch.tensor([source_ids], dtype=torch.long, device=self.device)   # (1, S)
-        keep = None                      # one sentence: no padding, so no key mask
-        beam_history, beam_final = None, None
-        recorder_cm = _capture_cm(capture)
-        with recorder_cm as recorder:
-            if target is not None:
-                output_ids = self._target_ids(target)
-                logits = forced_logits(self.model, source, keep, output_ids, gates)          # (T, V)
-            elif beam_size == 1:
-                tokens, step_logits = greedy_decode(self.model, source, keep, max_len, gates, prefix_ids)
-                output_ids = tokens[0].tolist()
-                logits = torch.cat(step_logits, dim=0)                                        # (T, V)
-            else:
-                with no_capture():
-                    result = beam_search(self.model, source, keep, beam_size, max_len, length_penalty,
-                                         gates, record=True, prefix=prefix_ids)[0]
-                output_ids = result.output_ids
-                beam_history, beam_final = self._name_beam(result.history), result.final
-                # Steps and attention describe the returned hypothesis; a teacher-forced pass
-                # over it equals cached decoding (tested), and gives every row at once.
-                logits = forced_logits(self.model, source, keep, output_ids, gates)
-        probs = torch.softmax(logits.float(), dim=-1)                                         # (T, V)
-        T, S = len(output_ids), len(source_ids)
-        attention = self._trace(recorder, S, T) if capture else None
-        steps = self._steps(output_ids, probs, top_k, attention)
-        fed_ids = [BOS_ID] + output_ids[:-1]
-        explanation = _explain(self, source_ids, fed_ids, output_ids, gates, logits) if explain else None
-        pe = self.model.positional_encoding[: max(S, T)].float().cpu().numpy()
-        embeddings = self.model.scaled_embedding(source, self.model.source_embedding)[0].float().cpu().numpy()
-        out = Translation(
-            text=self.tokenizer.decode(output_ids),
-            source_tokens=self.tokenizer.pieces(source_ids),
-            target_tokens=self.tokenizer.pieces(fed_ids),
-            output_tokens=self.tokenizer.pieces(output_ids),
-            truncated=truncated, attention=attention,
-            masks=Masks(source_padding=np.ones(S, dtype=bool), target_causal=causal_mask(T)),
-            positional_encoding=pe, source_embeddings=embeddings, steps=steps,
-            beam=beam_history, beam_final=beam_final, source_ids=source_ids, output_ids=output_ids,
-            forced=target is not None, seconds=time.perf_counter() - started, explanation=explanation,
-            prefix_length=len(prefix_ids))
-        return _diagnosed(self, out, head_mask) if diagnose else out
-
-    def _target_ids(self, target) -> list[int]:
-        """A reference text (segmented, then </s>), or a list of pieces fed exactly as given."""
+    def target_ids(self, target) -> list[int]:
+        """A reference text (tokenized as a target, then the end piece), or pieces fed exactly."""
         if isinstance(target, str):
             if not target.strip():
                 raise ValueError("target is empty: give a reference translation or leave it out")
-            return self.tokenizer.encode_ids(target)[: self.config.max_target_len - 1] + [EOS_ID]
+            return self.engine.target_text_ids(target)
         if not isinstance(target, (list, tuple)) or not target:
             raise ValueError("target must be a reference text or a non-empty list of pieces")
         if len(target) > self.config.max_target_len:
@@ -203,13 +140,30 @@ class Translator:
                              f"{self.config.max_target_len}")
         return self.tokenizer.piece_ids(target)
 
+    def gates(self, head_mask):
+        """head_mask {(kind, layer, head)} -> the gates every engine method takes; None: all on."""
+        return self.engine.gates(head_mask)
+
+    _gates = gates              # deprecated aliases: transformer/diagnosis*.py still call these
+    _target_ids = target_ids
+
+    def _check_max_len(self, max_len) -> int | None:
+        """None: the engine's default budget (ours: 2 * source + 16; HF: its generation config)."""
+        if max_len is None:
+            return None
+        if not isinstance(max_len, (int, np.integer)) or max_len < 1:
+            raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
+        if max_len > self.config.max_target_len:
+            raise ValueError(f"max_len={max_len} exceeds the model's max_target_len={self.config.max_target_len}")
+        return int(max_len)
+
     def _prefix_ids(self, prefix, target) -> list[int]:
         """prefix= as output ids: pieces exactly, or a text segmented like a target without </s>.
         Empty is no prefix. ValueError: not a text or pieces, an unknown piece, or with target=."""
         if prefix is None:
             return []
         if isinstance(prefix, str):
-            ids = self._prefix_text_ids(prefix) if prefix.strip() else []
+            ids = self.engine.prefix_text_ids(prefix) if prefix.strip() else []
         elif isinstance(prefix, (list, tuple)) and all(isinstance(p, str) for p in prefix):
             ids = self.tokenizer.piece_ids(list(prefix)) if prefix else []
         else:
@@ -221,8 +175,8 @@ class Translator:
                              "start, then decode), not both")
         return ids
 
-    def _check_prefix(self, ids: list[int], limit: int, ends: set) -> list[int]:
-        """ValueError: an end piece before the prefix's end, or more pieces than `limit` (max_len)."""
+    def _check_prefix(self, ids: list[int], limit: int, ends) -> list[int]:
+        """ValueError: an end piece before the prefix's end, or more pieces than `limit` (the budget)."""
         for t, i in enumerate(ids[:-1]):
             if i in ends:
                 raise ValueError(f"prefix has the end piece {self.tokenizer.id_to_piece(i)!r} at position {t}, "
@@ -232,12 +186,75 @@ class Translator:
                              f"give a larger max_len or a shorter prefix")
         return ids
 
-    def _prefix_text_ids(self, text: str) -> list[int]:
-        return self.tokenizer.encode_ids(text)
+    # ---- one sentence, everything captured ----------------------------------------------
+    @torch.inference_mode()
+    def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, capture: bool = True,
+                  top_k: int = 5, length_penalty: float | None = None, target: str | list[str] | None = None,
+                  head_mask=None, explain: bool = False, diagnose: bool = False,
+                  prefix: str | list[str] | None = None) -> Translation:
+        """Decode (greedy or beam) or, with `target`, force a reference: a text, or a list of
+        pieces fed exactly (e.g. another run's output_tokens, so two runs align step by step).
+        `prefix` (pieces, or a text segmented without </s>) forces the first output pieces, then
+        decoding goes on from there; beam hypotheses all start with it. length_penalty None: ours
+        1.0, Hugging Face its generation config. explain=True adds `out.explanation`."""
+        started = time.perf_counter()
+        if not isinstance(beam_size, (int, np.integer)) or beam_size < 1:
+            raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
+        e = self.engine
+        source_ids, truncated = self.encode_source(text)
+        max_len = self._check_max_len(max_len)
+        prefix_ids = self._prefix_ids(prefix, target)
+        gates = self.gates(head_mask)
+        source = torch.tensor([source_ids], dtype=torch.long, device=self.device)           # (1, S)
+        plan = e.plan(source, None, int(beam_size), max_len, length_penalty, 1 + len(prefix_ids))
+        self._check_prefix(prefix_ids, plan.limits[0], plan.ends)
+        beam_history, beam_final = None, None
+        with _recording(capture) as recorder:
+            if target is not None:
+                output_ids = self.target_ids(target)
+                logits = self._forced(source, plan, output_ids, gates)                        # (T, V)
+            elif beam_size == 1:
+                tokens, step_logits = e.greedy(source, None, plan, gates, prefix_ids)
+                output_ids = tokens[0].tolist()
+                logits = torch.cat(step_logits, dim=0)                                        # (T, V)
+            else:
+                with no_capture():
+                    result = e.beam(source, None, plan, gates, record=True, prefix=prefix_ids)[0]
+                output_ids, beam_final = result.output_ids, result.final
+                beam_history = [[Hypothesis(self.tokenizer.pieces(h.pieces), h.score, h.parent, h.finished,
+                                            h.log_prob) for h in step] for step in result.history]
+                # Steps and attention describe the returned hypothesis; a teacher-forced pass
+                # over it equals cached decoding (tested), and gives every row at once.
+                logits = self._forced(source, plan, output_ids, gates)
+        probs = torch.softmax(logits.float(), dim=-1)                                         # (T, V)
+        T, S = len(output_ids), len(source_ids)
+        attention = trace_from(recorder, self.config, S, T) if capture else None
+        fed_ids = [plan.start] + output_ids[:-1]
+        explanation = None
+        if explain:
+            from .explain import explain_run      # only when asked: the default path imports nothing more
+            explanation = explain_run(self, source_ids, fed_ids, output_ids, gates, reference_logits=logits)
+        out = Translation(
+            text=self.tokenizer.decode(output_ids), source_tokens=self.tokenizer.source_pieces(source_ids),
+            target_tokens=self.tokenizer.pieces(fed_ids), output_tokens=self.tokenizer.pieces(output_ids),
+            truncated=truncated, attention=attention,
+            masks=Masks(source_padding=np.ones(S, dtype=bool), target_causal=causal_mask(T)),
+            positional_encoding=e.positional_table("encoder", max(S, T)),
+            source_embeddings=e.source_embeddings(source), steps=self._steps(output_ids, probs, top_k, attention),
+            beam=beam_history, beam_final=beam_final, source_ids=source_ids, output_ids=output_ids,
+            forced=target is not None, prefix_length=len(prefix_ids), seconds=time.perf_counter() - started,
+            explanation=explanation, positional_kind=e.positional_kind,
+            decoder_positional_encoding=e.positional_table("decoder", T),
+            position_bias=e.position_bias("encoder", S), decoder_position_bias=e.position_bias("decoder", T))
+        if diagnose:
+            from .diagnosis import diagnose as diagnosed       # only when asked
+            out.diagnosis = diagnosed(self, out, head_mask)
+        return out
 
-    def _name_beam(self, history):
-        return [[Hypothesis(self.tokenizer.pieces(h.pieces), h.score, h.parent, h.finished, h.log_prob)
-                 for h in step] for step in history]
+    def _forced(self, source, plan: Plan, output_ids: list[int], gates) -> torch.Tensor:
+        """Logits (T, V) of one teacher-forced pass feeding the start piece, then output_ids[:-1]."""
+        fed = torch.tensor([[plan.start] + list(output_ids[:-1])], dtype=torch.long, device=self.device)
+        return self.engine.teacher_forced(source, None, fed, gates)[0]
 
     def _steps(self, output_ids, probs, top_k, attention):
         k = max(0, min(int(top_k), probs.shape[-1]))
@@ -253,73 +270,44 @@ class Translator:
             steps.append(step)
         return steps
 
-    def _trace(self, recorder, S: int, T: int) -> AttentionTrace:
-        """Stack recorded weights into (layers, heads, Tq, Tk) arrays; decode steps become rows."""
-        c = self.config
-
-        def stack(kind: str, layers: int, width: int) -> np.ndarray:
-            per_layer = []
-            for layer in range(layers):
-                rows = recorder.records[(kind, layer)]
-                full = torch.zeros(c.n_heads, sum(r.shape[2] for r in rows), width)
-                position = 0
-                for r in rows:                                   # (1, H, q, k), k <= width
-                    full[:, position:position + r.shape[2], : r.shape[3]] = r[0].float().cpu()
-                    position += r.shape[2]
-                per_layer.append(full)
-            return torch.stack(per_layer).numpy()
-
-        trace = AttentionTrace(encoder_self=stack("encoder_self", c.n_encoder_layers, S),
-                               decoder_self=stack("decoder_self", c.n_decoder_layers, T),
-                               cross=stack("cross", c.n_decoder_layers, S))
-        assert trace.decoder_self.shape[2] == T and trace.cross.shape[2] == T, "trace rows != output steps"
-        return trace
-
     # ---- many sentences, no capture ------------------------------------------------------
     @torch.inference_mode()
     def translate_batch(self, sentences: list[str], beam_size: int = 1, max_len: int | None = None,
-                        length_penalty: float = 1.0, head_mask=None, batch_size: int = 64) -> list[str]:
+                        length_penalty: float | None = None, head_mask=None,
+                        batch_size: int | None = None) -> list[str]:
+        """The same texts as translate() one by one, padding handled exactly (each sentence keeps
+        the budget a call of its own would get). batch_size None: the engine's (ours 64, HF 32)."""
+        e = self.engine
         encoded = [self.encode_source(s)[0] for s in sentences]
-        gates = self._gates(head_mask)
+        max_len = self._check_max_len(max_len)
+        gates = self.gates(head_mask)
+        batch_size = batch_size or e.batch_size
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))   # similar lengths together
         results: list[str] = [""] * len(encoded)
         with no_capture():
             for start in range(0, len(order), batch_size):
                 chunk = order[start:start + batch_size]
-                S = max(len(encoded[i]) for i in chunk)
-                source = torch.full((len(chunk), S), PAD_ID, dtype=torch.long)
-                for row, i in enumerate(chunk):
-                    source[row, : len(encoded[i])] = torch.tensor(encoded[i])
-                source = source.to(self.device)
-                keep = source != PAD_ID
-                # one max_len per chunk would change results, so it is per sentence below
-                limits = [self._check_max_len(max_len, len(encoded[i])) for i in chunk]
+                source, mask = e.batch([encoded[i] for i in chunk])                          # (B, S) each
+                plan = e.plan(source, mask, int(beam_size), max_len, length_penalty)
                 if beam_size == 1:
-                    tokens, _ = greedy_decode(self.model, source, keep, max(limits), gates)
-                    outputs = [tokens[row, :limits[row]].tolist() for row in range(len(chunk))]
+                    tokens, _ = e.greedy(source, mask, plan, gates)
+                    outputs = [tokens[row, : plan.limits[row]].tolist() for row in range(len(chunk))]
                 else:
-                    outputs = [r.output_ids for r in beam_search(
-                        self.model, source, keep, beam_size, limits, length_penalty, gates)]
+                    outputs = [r.output_ids for r in e.beam(source, mask, plan, gates)]
                 for row, i in enumerate(chunk):
-                    ids = outputs[row]
-                    if EOS_ID in ids:
-                        ids = ids[: ids.index(EOS_ID) + 1]
-                    results[i] = self.tokenizer.decode(ids)
+                    results[i] = self.tokenizer.decode(_until_end(outputs[row], plan.ends))
         return results
 
 
-def _explain(translator, source_ids, fed_ids, output_ids, gates, logits):
-    from .explain import explain_run          # only when asked: the default path imports nothing more
-    return explain_run(translator, source_ids, fed_ids, output_ids, gates, reference_logits=logits)
+def _until_end(ids: list[int], ends) -> list[int]:
+    """A batch row up to and including its first end piece (padding follows it)."""
+    for t, token in enumerate(ids):
+        if token in ends:
+            return ids[: t + 1]
+    return ids
 
 
-def _diagnosed(translator, out, head_mask):
-    from .diagnosis import diagnose           # only when asked
-    out.diagnosis = diagnose(translator, out, head_mask)
-    return out
-
-
-def _capture_cm(enabled: bool):
+def _recording(enabled: bool):
     return capture() if enabled else _null_recorder()
 
 

@@ -70,14 +70,6 @@ def step_logits(model, tokens, memory: BaseModelOutput, mask, cache) -> torch.Te
     return out.logits[:, -1].to(copy=True, dtype=torch.float32)
 
 
-def forced_logits(model, memory: BaseModelOutput, mask, fed: list[int]) -> torch.Tensor:
-    """One teacher-forced decoder pass over `fed` (the start token, then outputs[:-1]): (T, V)."""
-    tokens = torch.tensor([fed], dtype=torch.long, device=mask.device)
-    out = model(encoder_outputs=memory, attention_mask=mask, decoder_input_ids=tokens, use_cache=False,
-                return_dict=True)
-    return out.logits[0].float()
-
-
 def _ends(plan: Plan, tokens: torch.Tensor) -> torch.Tensor:
     if plan.eos is None:
         return torch.zeros_like(tokens, dtype=torch.bool)

@@ -15,7 +15,7 @@ from functools import partial
 
 import torch
 
-from ..capture import _current_recorder
+from ..capture import record
 from .arch import Site
 
 _current_gates: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
@@ -23,9 +23,8 @@ _current_gates: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
 
 
 def _record(kind: str, layer: int, module, args, output) -> None:
-    recorder = _current_recorder.get()
-    if recorder is not None and output[-1] is not None:
-        recorder.record(kind, layer, output[-1])                  # (B, H, Tq, Tk)
+    if output[-1] is not None:
+        record(kind, layer, output[-1])                           # (B, H, Tq, Tk)
 
 
 def _gate(kind: str, layer: int, n_heads: int, module, args):
@@ -46,6 +45,11 @@ def install_hooks(model, sites: list[Site]) -> None:
     for site in sites:
         site.attention.register_forward_hook(partial(_record, site.kind, site.layer))
         site.out_proj.register_forward_pre_hook(partial(_gate, site.kind, site.layer, site.n_heads))
+
+
+def current_gates() -> dict | None:
+    """This call's head gates, None when every head is on (tests check it is reset)."""
+    return _current_gates.get()
 
 
 @contextlib.contextmanager

@@ -8,36 +8,18 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from pathlib import Path
 
 import torch
 
+from ..engine import HUB_ID, config_model_type
 from . import arch
 from .runtime import runtime
 
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 HUB_TIMEOUT = 5.0                                  # seconds per hub request
 HUB_FILES = ["*.json", "*.safetensors", "*.model", "*.spm", "*.txt"]    # never *.bin, *.h5, *.msgpack
 PICKLES = ("pytorch_model.bin", "pytorch_model.bin.index.json", "tf_model.h5", "flax_model.msgpack")
-
-
-def _config_model_type(directory: Path) -> str | None:
-    try:
-        data = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data.get("model_type") if isinstance(data, dict) else None
-
-
-def is_hf_source(path) -> bool:
-    """A directory whose config.json names a model_type, or a hub-like id that is not a local path.
-    Cheap: transformers is imported only when this says yes."""
-    p = Path(path).expanduser()
-    if p.is_dir():
-        return _config_model_type(p) is not None
-    return not p.exists() and bool(HUB_ID.match(str(path)))
 
 
 def _offline() -> bool:
@@ -84,7 +66,7 @@ def _read_config(path: Path):
     file = path / "config.json"
     if not file.is_file():
         raise FileNotFoundError(f"{file}: config not found")
-    model_type = _config_model_type(path)
+    model_type = config_model_type(path)
     supported = ", ".join(arch.SUPPORTED)
     if model_type is None:
         raise ValueError(f"{file}: not a valid Hugging Face config (no model_type)")
@@ -133,8 +115,8 @@ def check_weights(path: Path) -> Path:
 
 # transformers' from_pretrained is not thread-safe: three threads loading a Marian, an NLLB and a
 # T5 model at once failed two runs in three (the T5 found its tied embeddings missing). Loads take
-# turns: load_hf as a whole, and the config, tokenizer and model reads for callers that use them
-# alone (the app's language list). Importing transformers is runtime()'s job (runtime.py).
+# turns: open_hf (hf/engine.py) as a whole, and the config, tokenizer and model reads for callers
+# that use them alone (the app's language list). Importing transformers is runtime()'s job (runtime.py).
 FROM_PRETRAINED_LOCK = threading.RLock()
 
 
@@ -180,22 +162,16 @@ def _load_model(path: Path, config):
     return model.eval()
 
 
-def load_hf(source, device=None, source_lang: str | None = None, target_lang: str | None = None):
-    """Translator.load for Hugging Face models: returns an HFTranslator."""
+def load_parts(source) -> tuple:
+    """(model, tokenizer, card) of a save_pretrained directory or a hub id, every file checked;
+    hf/engine.py's open_hf makes the engine of them."""
     with FROM_PRETRAINED_LOCK:
-        return _load_hf(source, device, source_lang, target_lang)
-
-
-def _load_hf(source, device, source_lang, target_lang):
-    runtime()                                       # before the adapter's own transformers imports
-    from .adapter import HFTranslator
-
-    path, hub_id = resolve(source)
-    config = read_config(path)
-    tokenizer = load_tokenizer(path, config)
-    model = load_model(path, config)
+        path, hub_id = resolve(source)
+        config = read_config(path)
+        tokenizer = load_tokenizer(path, config)
+        model = load_model(path, config)
     card = {"name": hub_id or path.name, "family": config.model_type, "model_type": config.model_type,
             "architecture": (config.architectures or [type(model).__name__])[0], "path": str(path),
             "hub_id": hub_id, "parameters": sum(p.numel() for p in model.parameters()),
             "source": "huggingface"}
-    return HFTranslator(model, tokenizer, card, device, source_lang, target_lang)
+    return model, tokenizer, card

@@ -1,5 +1,5 @@
 """The one place that imports `transformers` (and `huggingface_hub`): the package and every
-submodule the adapter uses, once, under a lock.
+submodule the engine (hf/engine.py) uses, once, under a lock.
 
 `transformers` resolves its names lazily (`from transformers import AutoConfig` imports a
 submodule on first access), and that lazy import is not thread-safe: two sessions' threads
@@ -25,7 +25,7 @@ FAMILY_PACKAGES = {
     "bart": ("bart",),
     "t5": ("t5",),
 }
-# what the adapter, decoding and the loaders use beyond the families' own modules
+# what the engine, decoding and the loaders use beyond the families' own modules
 HELPERS = ("transformers.models.auto.configuration_auto", "transformers.models.auto.tokenization_auto",
            "transformers.models.auto.modeling_auto", "transformers.cache_utils", "transformers.modeling_outputs",
            "transformers.generation", "transformers.generation.utils", "transformers.generation.logits_process",
@@ -42,7 +42,7 @@ _RUNTIME: SimpleNamespace | None = None
 
 
 def runtime() -> SimpleNamespace:
-    """The transformers names the adapter uses, all imported (the first call does it, under a lock)."""
+    """The transformers names the engine uses, all imported (the first call does it, under a lock)."""
     global _RUNTIME
     if _RUNTIME is None:
         with _LOCK:

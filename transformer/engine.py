@@ -1,0 +1,167 @@
+"""The engine interface: everything `Translator` needs from a model family, and nothing more.
+
+`Translator` (translator.py) checks input, plans decoding, runs greedy, beam and forced decoding and
+assembles a `Translation`, once, for every family. What differs between families lives behind this
+interface, in one engine each: `engine_ours.OursEngine` (our `Transformer` + sentencepiece) and
+`hf.engine.HFEngine` (a Hugging Face encoder-decoder; family facts in hf/arch.py). A new family is a
+new engine; a caller that needs a family fact asks the engine (`tr.engine.family`,
+`tr.engine.special_ids`, ...), never `hasattr`.
+
+The contract (shapes: B sentences, S source pieces, T fed pieces, V vocabulary, D d_model):
+- ids: `source_ids(text)` -> (ids ending in the model's end piece, cut to max_source_len;
+  truncated); ([], False) when the text yields no content piece. `target_text_ids(text)` -> a
+  reference as output ids, ending with the end piece; `prefix_text_ids(text)` -> the same without it.
+- pieces: `tokenizer` has pieces(ids), id_to_piece(id), piece_ids(pieces) (ValueError for an unknown
+  piece), decode(ids) (specials dropped), source_pieces(ids) and len().
+- decoding: `plan(source, mask, beam_size, max_len, length_penalty, prompt)` resolves a call's
+  settings into a `Plan` (start piece, end pieces, each row's output budget). `greedy` and `beam`
+  decode with the KV cache; `teacher_forced(source, mask, fed)` is one batched pass -> (B, T, V).
+  source (B, S) long, padded with `pad_id`; mask (B, S) bool, True where a key may be attended, or
+  None when nothing is padding; fed (B, T) long, padding only after each row's real pieces (the
+  causal mask keeps the real positions exact).
+- gates: `gates(head_mask)` -> {kind: (layers, heads)} or None; every decoding method takes them
+  as its `gates` argument and applies them its own way (ours: an argument of the model; Hugging
+  Face: the output-projection hooks of hf/hooks.py, through a ContextVar), so both look alike.
+- capture: attention reaches the recorder of `capture.capture()` through hooks installed once at
+  load (ContextVar per call, no per-call global state); `capture_sites()` names them.
+- facts: family ("ours" or the HF model_type), positional_kind, positional_table(side, n),
+  position_bias(side, n), source_embeddings(source), special_ids, pad_id, unk_id, batch_size.
+Engines hold no per-call state: calls from many threads share one engine.
+"""
+from __future__ import annotations
+
+import json
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+def default_device() -> torch.device:
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+@dataclass
+class Plan:
+    """One call's decoding settings, resolved by the engine."""
+    start: int                      # the decoder's start piece
+    ends: frozenset                 # ids that end an output
+    limits: list                    # per row: the most output pieces, the end piece included
+    beam_size: int
+    length_penalty: float
+    native: object = None           # the engine's own resolved settings (HF: generation.Plan)
+
+
+class Engine(ABC):
+    """A model family behind `Translator`. Attributes every engine sets: family, device, model,
+    tokenizer, config, card, source_lang, target_lang, positional_kind, special_ids (frozenset),
+    pad_id, unk_id, start_id (the decoder's start piece), batch_size (translate_batch's default)."""
+    family: str
+    device: torch.device
+    positional_kind: str
+    special_ids: frozenset
+    pad_id: int
+    unk_id: int
+    start_id: int
+    batch_size: int
+
+    # ---- ids -------------------------------------------------------------------------------
+    @abstractmethod
+    def source_ids(self, text: str) -> tuple[list[int], bool]: ...
+
+    @abstractmethod
+    def target_text_ids(self, text: str) -> list[int]: ...
+
+    @abstractmethod
+    def prefix_text_ids(self, text: str) -> list[int]: ...
+
+    # ---- decoding ----------------------------------------------------------------------------
+    @abstractmethod
+    def plan(self, source: torch.Tensor, mask, beam_size: int, max_len: int | None,
+             length_penalty: float | None, prompt: int = 1) -> Plan:
+        """max_len None: the engine's default budget. prompt: start piece + forced prefix pieces."""
+
+    @abstractmethod
+    def greedy(self, source, mask, plan: Plan, gates=None, prefix=None):
+        """-> (tokens (B, T) padded after each row's end, step logits list[(B, V)]); prefix: output
+        ids forced first (every row), fed through the same cached loop."""
+
+    @abstractmethod
+    def beam(self, source, mask, plan: Plan, gates=None, record: bool = False, prefix=None) -> list:
+        """-> one BeamResult (output_ids, score, history, final) per sentence; history only with
+        record (B = 1), one entry per output step, hypotheses' pieces as ids."""
+
+    @abstractmethod
+    def teacher_forced(self, source, mask, fed, gates=None) -> torch.Tensor:
+        """One teacher-forced pass: logits (B, T, V) for fed (B, T) = start piece + outputs[:-1]."""
+
+    def batch(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Source id rows -> (source (B, S) padded with pad_id, mask (B, S) bool) on the device."""
+        S = max(len(r) for r in rows)
+        source = torch.full((len(rows), S), self.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), S), dtype=torch.bool)
+        for b, ids in enumerate(rows):
+            source[b, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+            mask[b, : len(ids)] = True
+        return source.to(self.device), mask.to(self.device)
+
+    # ---- gates and capture -------------------------------------------------------------------
+    def gates(self, head_mask):
+        """{(kind, layer, head)} -> {kind: float (layers, heads)} on the device, or None (all on)."""
+        from .capture import normalize_head_mask
+        c = self.config
+        return normalize_head_mask(head_mask, c.n_encoder_layers, c.n_decoder_layers, c.n_heads, self.device)
+
+    def capture_sites(self) -> list[tuple[str, int]]:
+        """The (kind, layer) names attention is recorded under, in model order."""
+        c = self.config
+        return ([("encoder_self", i) for i in range(c.n_encoder_layers)]
+                + [(kind, i) for i in range(c.n_decoder_layers) for kind in ("decoder_self", "cross")])
+
+    # ---- per-family facts --------------------------------------------------------------------
+    @abstractmethod
+    def positional_table(self, side: str, n: int) -> np.ndarray:
+        """(n, D) float32: what `side` ("encoder" | "decoder") adds at positions 0..n-1."""
+
+    def position_bias(self, side: str, n: int) -> np.ndarray | None:
+        """(H, n, n) relative position bias added to self-attention scores (T5), else None."""
+        return None
+
+    @abstractmethod
+    def source_embeddings(self, source: torch.Tensor) -> np.ndarray:
+        """(S, D) float32 for source (1, S): token embeddings x the model's scale, before positions."""
+
+
+# ---- choosing an engine ---------------------------------------------------------------------------
+def config_model_type(directory: Path) -> str | None:
+    try:
+        data = json.loads((directory / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data.get("model_type") if isinstance(data, dict) else None
+
+
+def is_hf_source(path) -> bool:
+    """A directory whose config.json names a model_type, or a hub-like id that is not a local path.
+    Cheap: transformers is imported only when this says yes."""
+    p = Path(path).expanduser()
+    if p.is_dir():
+        return config_model_type(p) is not None
+    return not p.exists() and bool(HUB_ID.match(str(path)))
+
+
+def open_engine(path, device=None, source_lang: str | None = None, target_lang: str | None = None) -> Engine:
+    """The engine for a model directory of ours, or a Hugging Face encoder-decoder (a save_pretrained
+    directory or a hub id). Hugging Face code is imported only here, and only for such a source."""
+    if is_hf_source(path):
+        from .hf.runtime import runtime
+        runtime()                                   # transformers, once, under a lock, before hf.engine
+        from .hf.engine import open_hf
+        return open_hf(path, device, source_lang, target_lang)
+    from .engine_ours import open_ours
+    return open_ours(path, device, source_lang, target_lang)

@@ -1,0 +1,88 @@
+"""Our model as an engine (engine.py): `Transformer` + sentencepiece `Tokenizer` + decoding.py.
+
+Gates are an argument of our model all the way down (model.py), so each method hands them on;
+attention reaches the recorder through the HookPoints model.py installs at build time.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .checkpoint import load_model_dir
+from .decoding import beam_search, greedy_decode
+from .engine import Engine, Plan, default_device
+from .model import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Transformer
+from .tokenizer import Tokenizer
+
+
+class OursEngine(Engine):
+    family = "ours"
+    positional_kind = "sinusoidal"            # one table, added on both sides
+    special_ids = frozenset({PAD_ID, UNK_ID, BOS_ID, EOS_ID})
+    pad_id, unk_id, start_id = PAD_ID, UNK_ID, BOS_ID
+    batch_size = 64
+
+    def __init__(self, model: Transformer, tokenizer: Tokenizer, card: dict | None = None, device=None):
+        self.device = torch.device(device) if device is not None else default_device()
+        self.model = model.to(self.device).eval()
+        self.tokenizer = tokenizer
+        self.config = model.config
+        self.card = card or {}
+        self.source_lang, self.target_lang = self.config.source_lang, self.config.target_lang
+        if len(tokenizer) != self.config.vocab_size:
+            raise ValueError(f"tokenizer has {len(tokenizer)} pieces, config vocab_size={self.config.vocab_size}")
+
+    # ---- ids -------------------------------------------------------------------------------
+    def source_ids(self, text: str) -> tuple[list[int], bool]:
+        ids = self.tokenizer.encode_ids(text)
+        if not ids:
+            return [], False
+        limit = self.config.max_source_len - 1
+        return ids[:limit] + [EOS_ID], len(ids) > limit
+
+    def target_text_ids(self, text: str) -> list[int]:
+        return self.tokenizer.encode_ids(text)[: self.config.max_target_len - 1] + [EOS_ID]
+
+    def prefix_text_ids(self, text: str) -> list[int]:
+        return self.tokenizer.encode_ids(text)
+
+    # ---- decoding ----------------------------------------------------------------------------
+    def plan(self, source, mask, beam_size: int, max_len: int | None, length_penalty: float | None,
+             prompt: int = 1) -> Plan:
+        """max_len None: each sentence gets min(max_target_len, 2 * its source length + 16), so a
+        batch gives every sentence what a call of its own would."""
+        if max_len is None:
+            lengths = mask.sum(1).tolist() if mask is not None else [source.shape[1]] * source.shape[0]
+            limits = [min(self.config.max_target_len, 2 * int(n) + 16) for n in lengths]
+        else:
+            limits = [int(max_len)] * source.shape[0]
+        return Plan(BOS_ID, frozenset({EOS_ID}), limits, int(beam_size),
+                    1.0 if length_penalty is None else float(length_penalty))
+
+    def greedy(self, source, mask, plan: Plan, gates=None, prefix=None):
+        return greedy_decode(self.model, source, mask, max(plan.limits), gates, prefix)
+
+    def beam(self, source, mask, plan: Plan, gates=None, record: bool = False, prefix=None) -> list:
+        return beam_search(self.model, source, mask, plan.beam_size, plan.limits, plan.length_penalty, gates,
+                           record=record, prefix=prefix)
+
+    def teacher_forced(self, source, mask, fed, gates=None) -> torch.Tensor:
+        return self.model(source, mask, fed, gates=gates)                                    # (B, T, V)
+
+    # ---- facts -----------------------------------------------------------------------------------
+    def positional_table(self, side: str, n: int) -> np.ndarray:
+        return self.model.positional_encoding[:n].float().cpu().numpy()                      # (n, D)
+
+    @torch.no_grad()
+    def source_embeddings(self, source) -> np.ndarray:
+        return self.model.scaled_embedding(source, self.model.source_embedding)[0].float().cpu().numpy()
+
+
+def open_ours(path, device=None, source_lang: str | None = None, target_lang: str | None = None) -> OursEngine:
+    """A model directory of ours; languages, when given, must be the ones it translates."""
+    config, model, tokenizer, card = load_model_dir(path)
+    for asked, own in ((source_lang, config.source_lang), (target_lang, config.target_lang)):
+        if asked is not None and asked != own:
+            raise ValueError(f"{path}: translates {config.source_lang}->{config.target_lang}, "
+                             f"not {source_lang}->{target_lang}")
+    return OursEngine(model, tokenizer, card, device)
