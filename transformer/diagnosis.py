@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 
 from .diagnosis_signals import Item, Signals, compute_signals, is_punctuation, word_groups
-from .faithfulness import _special_ids
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WEIGHTS_FILE = "diagnosis.json"
@@ -155,7 +154,7 @@ def weights_for(tr) -> dict:
     candidates = []
     if card.get("path"):
         candidates.append(Path(str(card["path"])) / WEIGHTS_FILE)
-    if card.get("name") and not hasattr(tr, "family"):
+    if card.get("name") and not tr.is_hf:
         for folder in sorted((REPO_ROOT / "pretrained").glob("*")):
             try:
                 other = _read_weights(str(folder / "card.json"))
@@ -225,8 +224,8 @@ def diagnose_items(tr, items: list[Item], head_mask=None, weights: dict | None =
         if not it.output_ids or not it.source_ids:
             raise ValueError("diagnosis needs at least one source piece and one output piece")
     weights = weights or weights_for(tr)
-    signals = compute_signals(tr, items, tr._gates(head_mask), budget, bf16)
-    special = frozenset(_special_ids(tr))
+    signals = compute_signals(tr, items, tr.gates(head_mask), budget, bf16)
+    special = frozenset(tr.engine.special_ids)
     return [combine(sig, weights, it, special) for sig, it in zip(signals, items)]
 
 

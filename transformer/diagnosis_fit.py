@@ -24,7 +24,7 @@ import numpy as np
 from .diagnosis import (OUTPUT_FEATURES, SENTENCE_FEATURES, SOURCE_FEATURES, WEIGHTS_FILE, features,
                         sentence_features, word_scores)
 from .diagnosis_signals import Item, compute_signals, word_groups
-from .faithfulness import _special_ids, average_ranks
+from .faithfulness import average_ranks
 
 AND = {"en": " and ", "de": " und ", "fr": " et "}
 FIT_FROM = 300                     # val[:FIT_FROM] is the benchmark's; every model fits on the rest
@@ -64,16 +64,9 @@ def _word_index(pieces, ids, special) -> np.ndarray:
 def make_item(tr, source: str, target) -> Item:
     """An Item for forcing `target` (text or pieces) on `source`, without a translate() call."""
     source_ids, _ = tr.encode_source(source)
-    output_ids = tr._target_ids(target)
-    if hasattr(tr, "family"):
-        start = tr.model.generation_config.decoder_start_token_id
-        start = tr.model.config.decoder_start_token_id if start is None else start
-    else:
-        from .model import BOS_ID
-        start = BOS_ID
-    pieces = tr.tokenizer.source_pieces(source_ids) if hasattr(tr.tokenizer, "source_pieces") \
-        else tr.tokenizer.pieces(source_ids)
-    return Item(source_ids, [start] + output_ids[:-1], output_ids, pieces, tr.tokenizer.pieces(output_ids))
+    output_ids = tr.target_ids(target)
+    pieces = tr.tokenizer.source_pieces(source_ids)
+    return Item(source_ids, [tr.engine.start_id] + output_ids[:-1], output_ids, pieces, tr.tokenizer.pieces(output_ids))
 
 
 def _half(sentence: str) -> list[str]:
@@ -83,7 +76,7 @@ def _half(sentence: str) -> list[str]:
 
 def cases(tr, sources: list[str], refs: list[str], seed: int = 0, kinds=("correct", "detached", "partial", "omission")):
     rng = random.Random(seed)
-    special = _special_ids(tr)
+    special = tr.engine.special_ids
     n = len(sources)
     out = []
     for i, (src, ref) in enumerate(zip(sources, refs)):
@@ -154,8 +147,8 @@ class Fitted:
 
 
 def featurise(tr, all_cases) -> Fitted:
-    special = frozenset(_special_ids(tr))
-    signals = compute_signals(tr, [c.item for c in all_cases], tr._gates(None))
+    special = frozenset(tr.engine.special_ids)
+    signals = compute_signals(tr, [c.item for c in all_cases], tr.gates(None))
     return Fitted(all_cases, [features(s, c.item, special) for s, c in zip(signals, all_cases)])
 
 

@@ -25,7 +25,6 @@ import numpy as np
 import torch
 
 from .capture import no_capture
-from .faithfulness import _hf_gating, _special_ids
 
 WORD_START = ("\u2581", "\u0120")          # SentencePiece "▁", byte-level BPE "Ġ"
 TOP_K = 32                                  # pieces per step whose mass the unmet demand follows
@@ -77,14 +76,6 @@ def word_groups(pieces: list, ids: list, special: set) -> list[list[int]]:
     return groups
 
 
-def _pad_id(tr) -> int:
-    hf = getattr(tr.tokenizer, "hf", None)
-    if hf is None:
-        from .model import PAD_ID
-        return PAD_ID
-    return hf.pad_token_id if hf.pad_token_id is not None else 0
-
-
 def default_budget(tr) -> int:
     """Padded tokens (source + target) per forward pass. On a CPU small passes stay in cache: on
     2 cores, en-de val in float32, 2,000 gave 27.1 sentences/s of forced passes against 22.7 for
@@ -124,8 +115,7 @@ def forced_passes(tr, rows: list[tuple[list, list, list]], gates=None, budget: i
     pieces when top > 0; with against[row] = a Demand (of the same sentence's full-source pass),
     the unmet demand (T,) of this row's source against it; else None."""
     budget = budget or default_budget(tr)
-    hf = hasattr(tr, "family")
-    pad = _pad_id(tr)
+    pad = tr.engine.pad_id
     order = sorted(range(len(rows)), key=lambda r: (len(rows[r][0]), len(rows[r][1])))
     results: list[tuple | None] = [None] * len(rows)
     chunks, current, s_max, t_max = [], [], 0, 0
@@ -139,7 +129,7 @@ def forced_passes(tr, rows: list[tuple[list, list, list]], gates=None, budget: i
     if current:
         chunks.append(current)
     autocast = torch.autocast(tr.device.type, dtype=torch.bfloat16, enabled=bf16)
-    with no_capture(), _hf_gating(hf, gates), autocast:
+    with no_capture(), autocast:
         for chunk in chunks:
             S = max(len(rows[r][0]) for r in chunk)
             T = max(len(rows[r][1]) for r in chunk)
@@ -154,11 +144,8 @@ def forced_passes(tr, rows: list[tuple[list, list, list]], gates=None, budget: i
                 fed[b, : len(fed_ids)] = torch.tensor(fed_ids)
                 gold[b, : len(output_ids)] = torch.tensor(output_ids)
             src, keep, fed, gold = (x.to(tr.device) for x in (src, keep, fed, gold))
-            if hf:       # decoder padding sits after every real position: the causal mask hides it
-                logits = tr.model(input_ids=src, attention_mask=keep.long(), decoder_input_ids=fed,
-                                  use_cache=False, return_dict=True).logits
-            else:
-                logits = tr.model(src, keep, fed, gates=gates)                          # (B, T, V)
+            # decoder padding sits after every real position: the causal mask hides it
+            logits = tr.engine.teacher_forced(src, keep, fed, gates)                    # (B, T, V)
             log_probs = torch.log_softmax(logits.float(), dim=-1)                      # (B, T, V)
             lp = log_probs.gather(-1, gold.unsqueeze(-1)).squeeze(-1).cpu().numpy()
             if top:
@@ -180,7 +167,7 @@ def forced_passes(tr, rows: list[tuple[list, list, list]], gates=None, budget: i
 def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None, bf16: bool = False) -> list[Signals]:
     """Full source and null source for every item, then every content word's deletion against
     the full source's demand, in shared batches."""
-    special = _special_ids(tr)
+    special = tr.engine.special_ids
     first, plans = [], []
     for it in items:
         null = [i for i in it.source_ids if i in special] or [it.source_ids[-1]]

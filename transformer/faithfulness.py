@@ -10,7 +10,6 @@ dropped. `rank_correlations` compares methods' rankings per step (Spearman, nump
 """
 from __future__ import annotations
 
-import contextlib
 
 import numpy as np
 import torch
@@ -122,17 +121,3 @@ def rank_correlations(scores: dict, positions=None):
     rows = [dict(step=t, method_a=a, method_b=b, spearman=spearman(arrays[a][t, cols], arrays[b][t, cols]))
             for t in range(T) for i, a in enumerate(names) for b in names[i + 1:]]
     return pd.DataFrame(rows, columns=["step", "method_a", "method_b", "spearman"])
-
-
-# ---- deprecated: transformer/diagnosis*.py still import these; use tr.engine.special_ids and
-# tr.engine.teacher_forced(..., gates) instead -------------------------------------------------
-def _special_ids(tr) -> set[int]:
-    return set(tr.engine.special_ids)
-
-
-def _hf_gating(hf: bool, gates):
-    """Gates for a raw Hugging Face model call (ours takes them as an argument)."""
-    if not hf:
-        return contextlib.nullcontext()
-    from .hf.hooks import gating
-    return gating(gates)

@@ -95,10 +95,7 @@ class Translator:
 
     @property
     def family(self) -> str:
-        """Deprecated: use tr.engine.family ("ours" or the model_type) or tr.is_hf. Only Hugging Face
-        translators have it, because transformer/diagnosis*.py still tell them apart with hasattr."""
-        if not self.is_hf:
-            raise AttributeError("family: use tr.engine.family or tr.is_hf")
+        """"ours" or the Hugging Face model_type (the same as tr.engine.family)."""
         return self.engine.family
 
     def language_check(self, text: str):
@@ -143,9 +140,6 @@ class Translator:
     def gates(self, head_mask):
         """head_mask {(kind, layer, head)} -> the gates every engine method takes; None: all on."""
         return self.engine.gates(head_mask)
-
-    _gates = gates              # deprecated aliases: transformer/diagnosis*.py still call these
-    _target_ids = target_ids
 
     def _check_max_len(self, max_len) -> int | None:
         """None: the engine's default budget (ours: 2 * source + 16; HF: its generation config)."""
