@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .capture import no_capture
+from .forced import chosen_log_probs, forced_pass
 
 WORD_START = ("\u2581", "\u0120")          # SentencePiece "▁", byte-level BPE "Ġ"
 TOP_K = 32                                  # pieces per step whose mass the unmet demand follows
@@ -76,19 +76,10 @@ def word_groups(pieces: list, ids: list, special: set) -> list[list[int]]:
     return groups
 
 
-def default_budget(tr) -> int:
-    """Padded tokens (source + target) per forward pass. On a CPU small passes stay in cache: on
-    2 cores, en-de val in float32, 2,000 gave 27.1 sentences/s of forced passes against 22.7 for
-    6,000 and 19.2 for 12,000 (a throwaway timer over 400 val sentences)."""
-    return 60000 if tr.device.type == "cuda" else 2000
-
-
 def forced_log_probs(tr, rows: list[tuple[list, list, list]], gates=None, budget: int | None = None,
                      bf16: bool = False) -> list[np.ndarray]:
-    """rows: (source_ids, fed_ids, output_ids). One log p(output_t) array (T,) per row, from
-    padded batched teacher-forced passes (rows of similar lengths together). bf16: the passes
-    under bfloat16 autocast (about 1.8x faster on a CPU with AVX512-BF16; scores move slightly)."""
-    return [r[0] for r in forced_passes(tr, rows, gates, budget, bf16)]
+    """rows: (source_ids, fed_ids, output_ids). One log p(output_t) array (T,) per row (forced.py)."""
+    return forced_pass(tr, rows, chosen_log_probs, gates, budget, bf16)
 
 
 @dataclass
@@ -108,60 +99,28 @@ def demand_of(top_ids: np.ndarray, top_probs: np.ndarray, output_ids: list) -> D
     return Demand(torch.as_tensor(top_ids), torch.as_tensor(top_probs), torch.as_tensor(absent))
 
 
-@torch.inference_mode()
 def forced_passes(tr, rows: list[tuple[list, list, list]], gates=None, budget: int | None = None,
                   bf16: bool = False, top: int = 0, against: list | None = None) -> list[tuple]:
     """Per row (log p (T,), extra): extra is the (T, top) ids and probabilities of the step's best
     pieces when top > 0; with against[row] = a Demand (of the same sentence's full-source pass),
     the unmet demand (T,) of this row's source against it; else None."""
-    budget = budget or default_budget(tr)
-    pad = tr.engine.pad_id
-    order = sorted(range(len(rows)), key=lambda r: (len(rows[r][0]), len(rows[r][1])))
-    results: list[tuple | None] = [None] * len(rows)
-    chunks, current, s_max, t_max = [], [], 0, 0
-    for r in order:
-        s, t = max(s_max, len(rows[r][0])), max(t_max, len(rows[r][1]))
-        if current and (s + t) * (len(current) + 1) > budget:
-            chunks.append(current)
-            current, s, t = [], len(rows[r][0]), len(rows[r][1])
-        current.append(r)
-        s_max, t_max = s, t
-    if current:
-        chunks.append(current)
-    autocast = torch.autocast(tr.device.type, dtype=torch.bfloat16, enabled=bf16)
-    with no_capture(), autocast:
-        for chunk in chunks:
-            S = max(len(rows[r][0]) for r in chunk)
-            T = max(len(rows[r][1]) for r in chunk)
-            src = torch.full((len(chunk), S), pad, dtype=torch.long)
-            keep = torch.zeros((len(chunk), S), dtype=torch.bool)
-            fed = torch.full((len(chunk), T), pad, dtype=torch.long)
-            gold = torch.zeros((len(chunk), T), dtype=torch.long)
-            for b, r in enumerate(chunk):
-                source_ids, fed_ids, output_ids = rows[r]
-                src[b, : len(source_ids)] = torch.tensor(source_ids)
-                keep[b, : len(source_ids)] = True
-                fed[b, : len(fed_ids)] = torch.tensor(fed_ids)
-                gold[b, : len(output_ids)] = torch.tensor(output_ids)
-            src, keep, fed, gold = (x.to(tr.device) for x in (src, keep, fed, gold))
-            # decoder padding sits after every real position: the causal mask hides it
-            logits = tr.engine.teacher_forced(src, keep, fed, gates)                    # (B, T, V)
-            log_probs = torch.log_softmax(logits.float(), dim=-1)                      # (B, T, V)
-            lp = log_probs.gather(-1, gold.unsqueeze(-1)).squeeze(-1).cpu().numpy()
+    def reduce(batch) -> list:
+        lps = chosen_log_probs(batch)
+        if top:
+            top_lp, top_ids = batch.log_probs.topk(top, dim=-1)                         # (B, T, K)
+            top_ids, top_p = top_ids.cpu().numpy(), top_lp.exp().cpu().numpy()
+        out = []
+        for b, (r, n) in enumerate(zip(batch.rows, batch.lengths)):
+            extra = None
             if top:
-                top_lp, top_ids = log_probs.topk(top, dim=-1)                           # (B, T, K)
-                top_ids, top_p = top_ids.cpu().numpy(), top_lp.exp().cpu().numpy()
-            for b, r in enumerate(chunk):
-                n = len(rows[r][2])
-                extra = None
-                if top:
-                    extra = (top_ids[b, :n], top_p[b, :n])
-                elif against is not None and against[r] is not None:
-                    want = against[r]
-                    here = log_probs[b, :n].gather(-1, want.ids.to(tr.device)).exp().cpu()   # (T, K)
-                    extra = ((want.probs - here).clamp(min=0) * want.absent).sum(-1).double().numpy()
-                results[r] = (lp[b, :n].astype(np.float64), extra)
-    return results
+                extra = (top_ids[b, :n], top_p[b, :n])
+            elif against is not None and against[r] is not None:
+                want = against[r]
+                here = batch.log_probs[b, :n].gather(-1, want.ids.to(tr.device)).exp().cpu()   # (T, K)
+                extra = ((want.probs - here).clamp(min=0) * want.absent).sum(-1).double().numpy()
+            out.append((lps[b], extra))
+        return out
+    return forced_pass(tr, rows, reduce, gates, budget, bf16)
 
 
 def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None, bf16: bool = False) -> list[Signals]:

@@ -10,32 +10,22 @@ dropped. `rank_correlations` compares methods' rankings per step (Spearman, nump
 """
 from __future__ import annotations
 
-
 import numpy as np
-import torch
 
-from .capture import no_capture
+from .forced import forced_pass
 from .explain import method_scores
 
 
-@torch.inference_mode()
-def _forced_probs(tr, sources: list[list[int]], fed_ids: list[int], output_ids: list[int], gates,
-                  chunk: int = 16) -> tuple[np.ndarray, np.ndarray]:
-    """For each perturbed source, one forced pass: p(output piece t | prefix) and the argmax piece
-    at each step, (N, T) each. Only these two leave the chunk loop: keeping the full (N, T, V)
-    distributions grew with T^2 * V (hundreds of MB for one long sentence with a 58k vocabulary)."""
-    fed_one = torch.tensor([fed_ids], dtype=torch.long, device=tr.device)            # (1, T)
-    chosen = torch.tensor(output_ids, dtype=torch.long, device=tr.device)            # (T,)
-    probs, argmax = [], []
-    with no_capture():
-        for start in range(0, len(sources), chunk):
-            src = torch.tensor(sources[start:start + chunk], dtype=torch.long, device=tr.device)   # (B, S)
-            logits = tr.engine.teacher_forced(src, None, fed_one.expand(src.shape[0], -1), gates)  # (B, T, V)
-            p = torch.softmax(logits.float(), dim=-1)
-            index = chosen.view(1, -1, 1).expand(p.shape[0], -1, 1)
-            probs.append(p.gather(-1, index).squeeze(-1).cpu().numpy())                # (B, T)
-            argmax.append(p.argmax(-1).cpu().numpy())                                  # (B, T)
-    return np.concatenate(probs), np.concatenate(argmax)
+def _forced_probs(tr, sources: list[list[int]], fed_ids: list[int], output_ids: list[int], gates) \
+        -> tuple[np.ndarray, np.ndarray]:
+    """For each perturbed source, one forced pass (forced.py): p(output piece t | prefix) and the
+    argmax piece at each step, (N, T) each; only these two leave each batch."""
+    def reduce(batch) -> list:
+        chosen = batch.log_probs.gather(-1, batch.gold.unsqueeze(-1)).squeeze(-1).exp().cpu().numpy()  # (B, T)
+        argmax = batch.log_probs.argmax(-1).cpu().numpy()                                              # (B, T)
+        return list(zip(chosen, argmax))
+    results = forced_pass(tr, [(s, fed_ids, output_ids) for s in sources], reduce, gates)
+    return np.stack([p for p, _ in results]), np.stack([a for _, a in results])
 
 
 def perturbation_test(tr, out, scores: dict | None = None, ks=(1, 3), head_mask=None,
