@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from transformer.contrastive import contrastive_saliency
+from transformer.explain.contrastive import contrastive_saliency
 
 from .backend import get_translator, translation_slots
 from .catalogue import ModelRef
@@ -42,7 +42,7 @@ def translate_prefix(model: ModelRef, device: str, text: str, beam_size: int, pr
 @st.cache_data(max_entries=256, show_spinner=False)
 def contrast(model: ModelRef, device: str, source_tokens: tuple, target_tokens: tuple, output_tokens: tuple,
              step: int, alternative: str, head_mask: tuple = ()) -> dict:
-    """Why output_tokens[step] rather than `alternative` (transformer.contrastive), as plain arrays."""
+    """Why output_tokens[step] rather than `alternative` (transformer.explain.contrastive), as plain arrays."""
     run = _Run(list(source_tokens), list(target_tokens), list(output_tokens))
     c = contrastive_saliency(get_translator(model, device), run, step, alternative,
                              head_mask=set(head_mask) or None)

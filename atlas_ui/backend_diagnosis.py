@@ -1,7 +1,7 @@
 """The diagnosis of the run on screen (issue 22, "What went wrong"), cached per process.
 
 It is computed from the pieces of the cached translation (free or forced), not by translating
-again: the forced passes of `transformer.diagnosis` alone, ~20-60 ms for a Multi30k sentence on
+again: the forced passes of `transformer.diagnosis.scores` alone, ~20-60 ms for a Multi30k sentence on
 2 threads, once per (model, device, pieces, ablated heads) and then shared by every session. So
 the strip marks and the summary run on every page run, and a click or a rerun costs a cache hit."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from transformer.diagnosis import Item, diagnose_items
+from transformer.diagnosis.scores import Item, diagnose_items
 
 from .backend import get_translator, translation_slots
 from .catalogue import ModelRef

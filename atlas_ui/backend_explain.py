@@ -15,10 +15,10 @@ import streamlit as st
 
 # imported here, not inside the functions: a session's thread importing a package while another
 # imports one of its submodules can deadlock in importlib (seen under a crowd on a cold server)
-from transformer.analyze import load_head_importance
-from transformer.explain import method_scores
-from transformer.explain_views import EXPLAIN_FAMILIES
-from transformer.faithfulness import perturbation_summary, perturbation_test, rank_correlations
+from transformer.analysis.head_importance import load_head_importance
+from transformer.explain.explanation import method_scores
+from transformer.explain.model_view import EXPLAIN_FAMILIES
+from transformer.explain.faithfulness import perturbation_summary, perturbation_test, rank_correlations
 
 from .backend import get_translator, translation_slots
 from .catalogue import file_stamps

@@ -34,7 +34,7 @@ class Result:
     positional_kind: str = "sinusoidal"      # "sinusoidal", "learned" or "relative_bias" (T5)
     position_bias: np.ndarray | None = None  # T5: (heads, S, S) encoder relative position bias
     key: str = ""                   # names the translate() call that made it (figure cache keys)
-    # explain=True only (read-only, None otherwise), see transformer/explain.py:
+    # explain=True only (read-only, None otherwise), see transformer/explain/explanation.py:
     norm: dict | None = None        # kind -> float32 (layers, heads, Q, K): ‖α·f(x)‖, like `attention`
     source_share: np.ndarray | None = None         # (T,) ALTI+ share of each step from the source
     source_contribution: np.ndarray | None = None  # (T, S) ALTI+

@@ -25,9 +25,9 @@ sys.path.insert(0, str(REPO))
 from transformer import Translator  # noqa: E402
 from transformer.capture import no_capture  # noqa: E402
 from transformer.config import ModelConfig  # noqa: E402
-from transformer.data import DEFAULT_DATA_DIR, collate, read_split, token_batches  # noqa: E402
+from transformer.training.data import DEFAULT_DATA_DIR, collate, read_split, token_batches  # noqa: E402
 from transformer.model import BOS_ID, PAD_ID, Transformer, sinusoidal_table  # noqa: E402
-from transformer.train import learning_rate, train_step  # noqa: E402
+from transformer.training.train import learning_rate, train_step  # noqa: E402
 
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."
 LONG_SENTENCE = ("Two young men in bright orange vests and yellow helmets are repairing the old wooden "

@@ -1,14 +1,14 @@
 """Diagnosis judged on Multi30k val[:300], which no weight was fitted on, for both shipped models:
-realistic in-sentence errors (issue 30, transformer/diagnosis_protocol.py) and the synthetic
+realistic in-sentence errors (issue 30, transformer/diagnosis/protocol.py) and the synthetic
 protocol of issue 22, every single signal beside `diagnose`'s combination in one run, the flag
 rates, natural hallucinations and the speed ratio.
 
     python benchmarks/bench_diagnosis.py --n 300 --threads 2
 
-Realistic cases, from eflomal word alignments (transformer/word_align.py, `pip install .[dev]`):
+Realistic cases, from eflomal word alignments (transformer/diagnosis/word_align.py, `pip install .[dev]`):
 omission (a source word's aligned reference word deleted), phrase (two), substitution (that word
 replaced by another reference's content word), insertion (an adjective put into the source), and
-the unedited references as correct translations. Synthetic cases (transformer/diagnosis_fit.py):
+the unedited references as correct translations. Synthetic cases (transformer/diagnosis/fit.py):
 correct / detached / partial / appended (a clause added to the source). Pools: hallucinated pieces
 = pieces of partial translations (after the cut = 1, before = 0) and of correct ones (0), </s> left
 out; omitted pieces = source pieces of the appended cases, special pieces left out. Higher score =
@@ -28,10 +28,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from transformer.data import read_split, resolve_data_dir  # noqa: E402
-from transformer.diagnosis import diagnose_items  # noqa: E402
-from transformer.diagnosis_fit import FIT_FROM, dev_cases, make_item, roc_auc  # noqa: E402
-from transformer.diagnosis_protocol import evaluate  # noqa: E402
+from transformer.training.data import read_split, resolve_data_dir  # noqa: E402
+from transformer.diagnosis.scores import diagnose_items  # noqa: E402
+from transformer.diagnosis.fit import FIT_FROM, dev_cases, make_item, roc_auc  # noqa: E402
+from transformer.diagnosis.protocol import evaluate  # noqa: E402
 from transformer.translator import Translator  # noqa: E402
 
 INSERTED = ["Kubernetes", "photosynthesis", "ALERT", "xylophone", "Zürich", "hashtag", "quantum", "Bitcoin"]

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from transformer import Translator  # noqa: E402
-from transformer.explain import explain_run  # noqa: E402
+from transformer.explain.explanation import explain_run  # noqa: E402
 
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street near the old market."
 

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from transformer import Translator  # noqa: E402
-from transformer.data import DEFAULT_DATA_DIR, read_split  # noqa: E402
+from transformer.training.data import DEFAULT_DATA_DIR, read_split  # noqa: E402
 
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."
 VOCAB = 58101

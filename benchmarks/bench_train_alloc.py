@@ -23,9 +23,9 @@ def worker(batches: int, threads: int) -> None:
     import torch
     sys.path.insert(0, str(REPO))
     from transformer import Translator
-    from transformer.data import DEFAULT_DATA_DIR, collate, read_split, token_batches
+    from transformer.training.data import DEFAULT_DATA_DIR, collate, read_split, token_batches
     from transformer.model import Transformer
-    from transformer.train import train_step
+    from transformer.training.train import train_step
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     tr = Translator.load(REPO / "pretrained" / "en-de", device="cpu")

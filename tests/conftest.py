@@ -100,10 +100,10 @@ def one_thread():
 def train_tiny(norm_first: bool = True, steps: int = 450, seed: int = 0, tie: bool = True):
     """Train a 2+2-layer model to reverse word sequences (on one thread). Returns (translator, losses)."""
     from transformer.config import ModelConfig
-    from transformer.data import collate, token_batches
+    from transformer.training.data import collate, token_batches
     from transformer.model import Transformer
     from transformer.tokenizer import Tokenizer
-    from transformer.train import learning_rate, train_step
+    from transformer.training.train import learning_rate, train_step
     from transformer.translator import Translator
 
     torch.manual_seed(seed)

@@ -15,9 +15,9 @@ import torch
 import torch.nn.functional as F
 
 from transformer import Translator
-from transformer import analyze as an
+from transformer.analysis import head_importance as an
 from transformer.__main__ import main
-from transformer.data import resolve_data_dir
+from transformer.training.data import resolve_data_dir
 from transformer.model import PAD_ID
 
 REPO = Path(__file__).resolve().parents[1]

@@ -185,7 +185,7 @@ def test_a_branch_that_ends_the_sentence_says_so(translator):
 
 
 def test_why_this_rather_than_that_next_to_the_step(translator):
-    from transformer.contrastive import contrastive_saliency
+    from transformer.explain.contrastive import contrastive_saliency
     at = opened(step="1")
     original = translator.translate(EN, top_k=10)
     box = at.selectbox(key="step_contrast_alt")

@@ -115,8 +115,8 @@ def test_norm_switch_in_the_tiled_views_and_decoding_steps(explained):
 
 
 def test_attribution_view_methods_perturbation_and_correlations(translator, explained):
-    from transformer.explain import method_scores
-    from transformer.faithfulness import perturbation_summary, perturbation_test, rank_correlations
+    from transformer.explain.explanation import method_scores
+    from transformer.explain.faithfulness import perturbation_summary, perturbation_test, rank_correlations
     at = started("Attribution", step="1")
     scores = method_scores(explained)
     chart = titled(at, "Which source pieces mattered for step 2")[0]
@@ -146,7 +146,7 @@ def test_attribution_view_methods_perturbation_and_correlations(translator, expl
 
 
 def test_head_importance_marks_overview_and_summary():
-    from transformer.analyze import load_head_importance
+    from transformer.analysis.head_importance import load_head_importance
     data = load_head_importance(MODELS["en-de"])
     loss = np.array(data["heads"]["cross"]["loss_change"])
     at = started("Overview", kind="cross")

@@ -190,7 +190,7 @@ def test_the_what_if_table_says_its_log_p_is_the_plain_sum(en_de):
 
 # ---- 8. embedding neighbours from the source side of the training data ---------------------------
 def test_source_pieces_file_round_trips_and_limits_the_neighbours(en_de, tmp_path):
-    from transformer.neighbours import nearest_pieces, source_ids, source_side_ids, write_source_pieces
+    from transformer.analysis.neighbours import nearest_pieces, source_ids, source_side_ids, write_source_pieces
     sentences = ["A horse runs.", "Two horses jump over a fence.", "A dog sits on a red blanket."]
     record = write_source_pieces(tmp_path, en_de, sentences, "three test sentences")
     seen = sorted({i for ids in en_de.tokenizer.encode_batch(sentences) for i in ids})
@@ -206,7 +206,7 @@ def test_source_pieces_file_round_trips_and_limits_the_neighbours(en_de, tmp_pat
 
 
 def test_compare_offers_english_neighbours_of_an_english_word(en_de):
-    from transformer.neighbours import nearest_pieces, source_ids, source_side_ids
+    from transformer.analysis.neighbours import nearest_pieces, source_ids, source_side_ids
     everywhere = [n.piece for n in nearest_pieces(en_de, source_ids(en_de, ["▁horse"]), 12, word_start=True)]
     assert "▁zerrissene" in everywhere, "the joint vocabulary's German piece this guards against"
     at = opened(sentence="A brown horse runs in a field.", view="Compare", edited="")
@@ -243,7 +243,7 @@ def test_the_source_pieces_command_reads_the_source_side_of_the_data_dir(en_de, 
     import shutil
 
     from transformer.__main__ import main
-    from transformer.neighbours import source_side_ids
+    from transformer.analysis.neighbours import source_side_ids
     model = tmp_path / "en-de"
     shutil.copytree(MODELS["en-de"], model, ignore=shutil.ignore_patterns("source_pieces.json"))
     data = tmp_path / "data"

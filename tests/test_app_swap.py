@@ -7,7 +7,7 @@ import html
 import pytest
 
 from test_app import MODELS, check_clean, new_app, specs
-from transformer.neighbours import nearest_pieces, source_ids, source_side_ids, swap_word
+from transformer.analysis.neighbours import nearest_pieces, source_ids, source_side_ids, swap_word
 
 pytestmark = pytest.mark.skipif(not MODELS, reason="no model directory")
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."

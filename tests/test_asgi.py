@@ -133,7 +133,7 @@ def test_app_py_is_the_servers_application_when_imported_and_the_page_in_a_scrip
     the middleware; in a fresh interpreter, since an st.App pins process-wide config."""
     code = ("import runpy, sys, streamlit as st; ns = runpy.run_path('app.py'); app = ns['app']; "
             "print(type(app).__name__, [m.cls.__name__ for m in app._user_middleware], "
-            "all(name in sys.modules for name in ('atlas_ui.main', 'transformer.hf.load', 'transformer.faithfulness', "
+            "all(name in sys.modules for name in ('atlas_ui.main', 'transformer.hf.load', 'transformer.explain.faithfulness', "
             "'transformers.models.t5.modeling_t5', 'transformers.models.marian.tokenization_marian')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})

@@ -46,7 +46,7 @@ def method_chart(at) -> dict:
 
 def check_attribution(at, translator, run) -> None:
     """The method chart of step STEP and its perturbation rows are `run`'s own (forced on its pieces)."""
-    from transformer.explain import method_scores
+    from transformer.explain.explanation import method_scores
     forced = translator.translate(EN, target=list(run.output_tokens), explain=True)
     assert forced.output_tokens == run.output_tokens
     scores = method_scores(forced)

@@ -1,4 +1,4 @@
-"""Contrastive saliency (transformer/contrastive.py, Yin and Neubig 2022) against an independent
+"""Contrastive saliency (transformer/explain/contrastive.py, Yin and Neubig 2022) against an independent
 computation: central finite differences through the model's OWN forward (not alti.run), in
 float64, scaling one input token's embedding by (1 ± ε). d/dε f((1 + ε) x_i) at 0 is g·x_i,
 exactly the contrastive gradient × input. Ours (the tiny model) and Hugging Face (Marian, T5)."""
@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from transformer import Translator
-from transformer.contrastive import contrastive_saliency
+from transformer.explain.contrastive import contrastive_saliency
 
 EPS = 1e-5      # central differences in float64 throughout: truncation ~EPS**2, rounding ~1e-16/EPS
 

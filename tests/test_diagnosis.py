@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from transformer import Translator
-from transformer.diagnosis import Diagnosis, Flag, diagnose_items
-from transformer.diagnosis_fit import make_item, roc_auc
+from transformer.diagnosis.scores import Diagnosis, Flag, diagnose_items
+from transformer.diagnosis.fit import make_item, roc_auc
 
 REPO = Path(__file__).resolve().parents[1]
 EN = "A man in a blue shirt is riding a bicycle down the street."
@@ -194,8 +194,8 @@ def test_emphasis_on_mean_pmi_orders_detached_as_well_as_mean_pmi_alone():
     """diagnosis_fit.emphasise: a sentence model that ranks a detached case below a correct one that
     mean pmi orders right gets extra weight on the single signals that fixes it, and _predict
     applies it; the partial row keeps beating them too."""
-    from transformer.diagnosis import SENTENCE_FEATURES, _predict
-    from transformer.diagnosis_fit import _row_aucs, emphasise
+    from transformer.diagnosis.scores import SENTENCE_FEATURES, _predict
+    from transformer.diagnosis.fit import _row_aucs, emphasise
     rng = np.random.default_rng(0)
     pmi, local = SENTENCE_FEATURES.index("mean_pmi"), SENTENCE_FEATURES.index("min_pmi_window")
     kinds = np.array(["correct"] * 60 + ["detached"] * 30 + ["partial"] * 30)
@@ -215,7 +215,7 @@ def test_emphasis_on_mean_pmi_orders_detached_as_well_as_mean_pmi_alone():
 
 
 def test_shipped_sentence_models_were_fitted_outside_the_benchmark_pairs():
-    from transformer.diagnosis_fit import FIT_FROM
+    from transformer.diagnosis.fit import FIT_FROM
     for name in ("en-de", "de-en"):
         weights = json.loads((Path(__file__).resolve().parents[1] / "pretrained" / name / "diagnosis.json").read_text())
         assert f"val pairs {FIT_FROM} onwards" in weights["fitted_on"]

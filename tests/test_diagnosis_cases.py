@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from transformer import Translator
-from transformer.diagnosis_signals import is_punctuation
+from transformer.diagnosis.signals import is_punctuation
 from viz.diagnosis import diagnosis_summary, words_of
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,13 +1,13 @@
 """Issue 30's pieces that need no model: the realistic-error builder, piece labels, the evaluation
-table, the sign-constrained fit, and the monotone word scores of transformer/diagnosis.py."""
+table, the sign-constrained fit, and the monotone word scores of transformer/diagnosis/scores.py."""
 import numpy as np
 import pytest
 
-from transformer.diagnosis import SOURCE_FEATURES, Diagnosis, Flag, combine, features
-from transformer.diagnosis_fit import fit_logistic, fit_monotone, roc_auc, shift_to_half
-from transformer.diagnosis_protocol import build, evaluate, piece_words
-from transformer.diagnosis_signals import Item, Signals, word_groups
-from transformer.word_align import words
+from transformer.diagnosis.scores import SOURCE_FEATURES, Diagnosis, Flag, combine, features
+from transformer.diagnosis.fit import fit_logistic, fit_monotone, roc_auc, shift_to_half
+from transformer.diagnosis.protocol import build, evaluate, piece_words
+from transformer.diagnosis.signals import Item, Signals, word_groups
+from transformer.diagnosis.word_align import words
 
 SRC = "A man is riding a red bike."
 REF = "Ein Mann fährt ein rotes Fahrrad."
@@ -72,12 +72,12 @@ def test_fit_monotone_keeps_every_coefficient_non_negative_where_a_free_fit_does
     assert min(free["coef"]) < 0
     constrained = fit_monotone(x, y)
     assert min(constrained["coef"]) >= 0 and max(constrained["coef"]) > 0
-    from transformer.diagnosis import _predict
+    from transformer.diagnosis.scores import _predict
     assert roc_auc(_predict(constrained, x), y) > 0.85
 
 
 def test_shift_to_half_puts_the_threshold_at_one_half():
-    from transformer.diagnosis import _predict
+    from transformer.diagnosis.scores import _predict
     model = {"mean": [0.0], "std": [1.0], "coef": [2.0], "bias": -1.0}
     x = np.array([[0.3]])
     threshold = float(_predict(model, x)[0])

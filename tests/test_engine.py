@@ -10,7 +10,7 @@ from transformer import Translator, Translation
 from transformer.engine import Engine
 
 SNIFF = re.compile(r"\b(?:has|get)" + r"attr\([^)\n]*['\"]family['\"]")
-OWNERS = {"transformer/capture.py", "transformer/hf/hooks.py", "transformer/faithfulness.py"}   # define them
+OWNERS = {"transformer/capture.py", "transformer/hf/hooks.py", "transformer/explain/faithfulness.py"}   # define them
 PRIVATE = re.compile(r"\.(?:_gates|_target_ids|_plan|_encode|_trace)\(|\b(?:_capture_cm|_diagnosed|_special_ids|"
                      r"_hf_gating|_current_recorder|_current_gates)\b|tokenizer\._source\b")
 

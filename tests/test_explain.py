@@ -9,11 +9,11 @@ import torch
 
 from conftest import REPO
 from transformer import Translator
-from transformer.alti import decompose
+from transformer.explain.alti import decompose
 from transformer.config import ModelConfig
-from transformer.explain import Explanation, method_scores
-from transformer.explain_views import model_view
-from transformer.faithfulness import (average_ranks, perturbation_summary, perturbation_test,
+from transformer.explain.explanation import Explanation, method_scores
+from transformer.explain.model_view import model_view
+from transformer.explain.faithfulness import (average_ranks, perturbation_summary, perturbation_test,
                                       rank_correlations, spearman)
 from transformer.model import BOS_ID, MultiHeadAttention, Transformer
 
@@ -58,7 +58,7 @@ def test_shapes_dtypes_and_default_off(en_de, monkeypatch):
         assert value.shape == shape and value.dtype == np.float32, name
     assert ex.logits_check <= 1e-4              # the re-run is the run: same logits
     # explain=False computes nothing: the decomposition is never called
-    import transformer.alti as alti
+    import transformer.explain.alti as alti
     monkeypatch.setattr(alti, "decompose", lambda *a, **k: pytest.fail("explain=False must not explain"))
     assert en_de.translate(SENTENCE).explanation is None
 

@@ -1,7 +1,7 @@
 """ALTI+ as its authors define it (Ferrando et al. 2022; reference code mt-upc/transformer-
 contributions-nmt, wrappers/transformer_wrapper.py), reimplemented here straight from the
 formula and from what the real model's modules saw in one forced pass (forward hooks), not
-through transformer/alti.py's re-run:
+through transformer/explain/alti.py's re-run:
 
     c_ij = max(0, ‖y_i‖₁ - ‖y_i - T_i(x_j)‖₁) / Σ_j,  y_i the whole resultant, biases included
     (pre-LN: Σ_j T_i(x_j) + b_O; post-LN: LN made linear: Σ_j T_i(x_j) + l(b_O)/σ_i + β),

@@ -8,10 +8,10 @@ import torch
 
 from test_explain import SENTENCE, _check_rows
 from transformer import Translator
-from transformer.alti import decompose, linearise_norm
+from transformer.explain.alti import decompose, linearise_norm
 from transformer.capture import capture
-from transformer.explain import Explanation
-from transformer.explain_views import model_view
+from transformer.explain.explanation import Explanation
+from transformer.explain.model_view import model_view
 
 NAMES = ("t5", "t5_v11")
 

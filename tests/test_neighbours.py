@@ -1,4 +1,4 @@
-"""transformer.neighbours: nearest source pieces by embedding cosine, for ours and every Hugging
+"""transformer.analysis.neighbours: nearest source pieces by embedding cosine, for ours and every Hugging
 Face family (tests/hf_tiny.py), checked against a brute-force ranking; and swap_word."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from viz.words import word_spans
-from transformer.neighbours import nearest_pieces, source_embedding_matrix, source_ids, swap_word
+from transformer.analysis.neighbours import nearest_pieces, source_embedding_matrix, source_ids, swap_word
 
 FAMILIES = ["marian", "m2m100", "nllb", "mbart50", "bart", "t5"]
 
@@ -117,7 +117,7 @@ def test_swap_word_makes_the_edited_sentence(tiny, hf_models):
 def test_special_ids_of_a_sentence_agree_with_the_whole_vocabulary_scan(tiny, hf_models):
     """swap_word asks only about a sentence's ids (no scan of the vocabulary on every swap); the
     answer must be the vocabulary scan's, for ours and every family, specials and plain ids alike."""
-    from transformer.neighbours import _special_among, _vocabulary
+    from transformer.analysis.neighbours import _special_among, _vocabulary
     for tr in [tiny, *(hf_models[family] for family in FAMILIES)]:
         size = vocabulary_size(tr, source_embedding_matrix(tr))
         _, special = _vocabulary(tr, size)

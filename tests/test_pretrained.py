@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from transformer import Translator
-from transformer.data import DATA_HELP, resolve_data_dir
-from transformer.evaluate import evaluate
+from transformer.training.data import DATA_HELP, resolve_data_dir
+from transformer.training.evaluate import evaluate
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = sorted(p.name for p in (REPO / "pretrained").iterdir() if (p / "config.json").is_file())

@@ -9,9 +9,9 @@ from pathlib import Path
 import torch
 
 from conftest import random_sentences, reverse, train_tiny
-from transformer.data import collate, token_batches
+from transformer.training.data import collate, token_batches
 from transformer.tokenizer import SPECIALS, Tokenizer
-from transformer.train import learning_rate
+from transformer.training.train import learning_rate
 
 REPO = Path(__file__).resolve().parents[1]
 

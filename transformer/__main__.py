@@ -6,7 +6,7 @@ import os
 import shlex
 import sys
 
-from .data import DEFAULT_DATA_DIR
+from .training.data import DEFAULT_DATA_DIR
 
 
 def main(argv=None) -> int:
@@ -20,7 +20,7 @@ def main(argv=None) -> int:
     p.add_argument("--device", default=None)
     p.add_argument("text", nargs="+")
 
-    from .train import add_train_args
+    from .training.train import add_train_args
     add_train_args(sub.add_parser("train", help="train a model on Multi30k"))
 
     p = sub.add_parser("evaluate", help="sacreBLEU and chrF on a split")
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", default=None, help=f"Multi30k folder (default {DEFAULT_DATA_DIR})")
     p.add_argument("--split", default="train")
 
-    from .diagnosis_cli import add_args as add_diagnose_args
+    from .diagnosis.cli import add_args as add_diagnose_args
     add_diagnose_args(sub.add_parser("diagnose", help="flag hallucinated and omitted pieces; rank sentences"))
 
     args = parser.parse_args(argv)
@@ -72,8 +72,8 @@ def main(argv=None) -> int:
         print(out.text)
         return 0
     if args.command == "source-pieces":
-        from .data import read_split, resolve_data_dir
-        from .neighbours import SOURCE_PIECES, write_source_pieces
+        from .training.data import read_split, resolve_data_dir
+        from .analysis.neighbours import SOURCE_PIECES, write_source_pieces
         from .translator import Translator
         tr = Translator.load(args.model)
         lines = read_split(resolve_data_dir(args.data_dir), args.split, tr.source_lang)
@@ -83,15 +83,15 @@ def main(argv=None) -> int:
               f"wrote {os.path.join(args.model, SOURCE_PIECES)}")
         return 0
     if args.command == "diagnose":
-        from .diagnosis_cli import run as run_diagnose
+        from .diagnosis.cli import run as run_diagnose
         return run_diagnose(args)
     if args.command == "train":
-        from .train import train
+        from .training.train import train
         train(args)
         return 0
     if args.command == "evaluate":
-        from .data import resolve_data_dir
-        from .evaluate import evaluate
+        from .training.data import resolve_data_dir
+        from .training.evaluate import evaluate
         from .translator import Translator
         tr = Translator.load(args.model, device=args.device)
         result = evaluate(tr, resolve_data_dir(args.data_dir), args.split, beam_size=args.beam, limit=args.limit)
@@ -100,8 +100,8 @@ def main(argv=None) -> int:
         print(f"signature: {result['bleu_signature']}")
         return 0
     if args.command == "analyze":
-        from .analyze import analyze
-        from .data import resolve_data_dir
+        from .analysis.head_importance import analyze
+        from .training.data import resolve_data_dir
         from .translator import Translator
         tr = Translator.load(args.model, device=args.device)
         command = "python -m transformer " + shlex.join(sys.argv[1:] if argv is None else list(argv))

@@ -2,7 +2,7 @@
 left-out words marked, and the one sentence that says what was found.
 
 Pure: arrays + pieces in, a go.Figure / an HTML string / plain text out. Scores are in [0, 1],
-higher = more suspicious (transformer/diagnosis.py); evidence is any named per-piece signal."""
+higher = more suspicious (transformer/diagnosis/scores.py); evidence is any named per-piece signal."""
 from __future__ import annotations
 
 from typing import Mapping, Sequence

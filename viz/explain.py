@@ -116,7 +116,7 @@ def _step_scores(scores: dict, source_tokens, step: int | None) -> tuple[list[st
 def method_comparison_figure(scores: dict, source_tokens, step: int | None = None,
                              title: str = "Which source pieces mattered, by method",
                              *, show_space: bool = False, colorscale=None, height: int | None = None) -> go.Figure:
-    """Rows = methods (e.g. attention, norm, alti+, saliency: `transformer.explain.method_scores`),
+    """Rows = methods (e.g. attention, norm, alti+, saliency: `transformer.explain.explanation.method_scores`),
     columns = source pieces, for one output step. Arrays may be (S,) or (T, S) with `step`.
     Fixed 0..1 colour scale: each method's weights are shown as given (rows summing to 1 compare)."""
     src = _pieces(source_tokens, "source_tokens")

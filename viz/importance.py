@@ -1,6 +1,6 @@
 """Which heads matter over a corpus (`python -m transformer analyze`, head_importance.json):
 a per-head importance map, the most important heads, and the pruning curve.
-numpy/pandas/plotly only; the JSON is read elsewhere (transformer.analyze.load_head_importance)."""
+numpy/pandas/plotly only; the JSON is read elsewhere (transformer.analysis.head_importance.load_head_importance)."""
 from __future__ import annotations
 
 from typing import Sequence

@@ -42,7 +42,7 @@ def step_explanations(ctx, t: int) -> None:
 
 def step_contrast(ctx, t: int) -> None:
     """Pick another candidate of step t: the source and prefix pieces that favour the chosen piece
-    over it, by contrastive gradient × input (Yin and Neubig, 2022; transformer/contrastive.py)."""
+    over it, by contrastive gradient × input (Yin and Neubig, 2022; transformer/explain/contrastive.py)."""
     result, display = ctx.result, ctx.display
     token, _, top_k = result.steps[t]
     others = [piece for piece, _ in top_k if piece != token]

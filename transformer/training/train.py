@@ -19,13 +19,13 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from tqdm import tqdm
 
-from .checkpoint import save_model_dir, weights_state, write_card
-from .config import ModelConfig
+from ..checkpoint import save_model_dir, weights_state, write_card
+from ..config import ModelConfig
 from .data import DEFAULT_DATA_DIR, REPO_ROOT, collate, read_split, resolve_data_dir, token_batches
 from .evaluate import evaluate, score_texts
-from .model import PAD_ID, Transformer
-from .tokenizer import Tokenizer
-from .translator import Translator
+from ..model import PAD_ID, Transformer
+from ..tokenizer import Tokenizer
+from ..translator import Translator
 
 
 def add_train_args(p: argparse.ArgumentParser) -> None:

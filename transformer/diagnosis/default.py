@@ -1,5 +1,5 @@
 """Generic diagnosis weights for models without their own MODEL_DIR/diagnosis.json: the mean of
-the two shipped models' fitted weights (transformer/diagnosis_fit.py). Features are in nats and
+the two shipped models' fitted weights (transformer/diagnosis/fit.py). Features are in nats and
 standardised with the stored mean/std, so they carry over to other models roughly."""
 DEFAULT = {
  "threshold": 0.5,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .explain_views import Attention, ModelView
+from .model_view import Attention, ModelView
 
 
 @dataclass

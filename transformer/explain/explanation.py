@@ -14,8 +14,8 @@ import numpy as np
 import torch
 
 from .alti import decompose
-from .capture import no_capture
-from .explain_views import model_view
+from ..capture import no_capture
+from .model_view import model_view
 
 
 @dataclass

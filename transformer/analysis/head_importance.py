@@ -30,10 +30,10 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from .capture import KINDS, normalize_head_mask
-from .data import REPO_ROOT, collate, read_split, token_batches
-from .evaluate import score_texts
-from .model import PAD_ID, Transformer
+from ..capture import KINDS, normalize_head_mask
+from ..training.data import REPO_ROOT, collate, read_split, token_batches
+from ..training.evaluate import score_texts
+from ..model import PAD_ID, Transformer
 
 RESULT_FILE = "head_importance.json"
 PRUNING_NOTE = ("removed lists the heads removed since the previous point (incremental); the heads off at a "

@@ -9,7 +9,7 @@ and source-word models (non-negative logistic regressions on oriented signals), 
 thresholds so that at most FALSE_ALARMS of the unedited references get a flag, and fits the sentence
 model, all on val[FIT_FROM:]; the benchmark judges on val[:FIT_FROM], which nothing was fitted on:
 
-    python -m transformer.diagnosis_fit --write-default
+    python -m transformer.diagnosis.fit --write-default
 """
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from .diagnosis import (OUTPUT_FEATURES, SENTENCE_FEATURES, SOURCE_FEATURES, WEIGHTS_FILE, features,
+from .scores import (OUTPUT_FEATURES, SENTENCE_FEATURES, SOURCE_FEATURES, WEIGHTS_FILE, features,
                         sentence_features, word_scores)
-from .diagnosis_signals import Item, compute_signals, word_groups
-from .faithfulness import average_ranks
+from .signals import Item, compute_signals, word_groups
+from ..explain.faithfulness import average_ranks
 
 AND = {"en": " and ", "de": " und ", "fr": " et "}
 FIT_FROM = 300                     # val[:FIT_FROM] is the benchmark's; every model fits on the rest
@@ -261,8 +261,8 @@ def dev_cases(tr, data_dir, start: int, stop: int | None, seed: int) -> list:
     """Val pairs [start:stop]: the synthetic cases (correct, detached, partial, and the appended
     clause, here called "appended") and the realistic ones of diagnosis_protocol (omission,
     phrase, substitution, insertion), with labels."""
-    from .data import read_split
-    from .diagnosis_protocol import KINDS, build, label
+    from ..training.data import read_split
+    from .protocol import KINDS, build, label
     from .word_align import val_alignments
     sources = read_split(data_dir, "val", tr.source_lang)[start:stop]
     refs = read_split(data_dir, "val", tr.target_lang)[start:stop]
@@ -316,18 +316,18 @@ def average(weight_sets: list[dict]) -> dict:
 
 def main(argv=None) -> int:
     import torch
-    parser = argparse.ArgumentParser(prog="python -m transformer.diagnosis_fit")
+    parser = argparse.ArgumentParser(prog="python -m transformer.diagnosis.fit")
     parser.add_argument("--model", action="append", default=None)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--false-alarms", type=float, default=FALSE_ALARMS,
                         help="share of unedited val references that may get a flag (default %(default)s)")
     parser.add_argument("--pairs", type=int, default=DEV_PAIRS, help="val pairs to fit on (default %(default)s)")
-    parser.add_argument("--write-default", action="store_true", help="also write transformer/diagnosis_default.py")
+    parser.add_argument("--write-default", action="store_true", help="also write transformer/diagnosis/default.py")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    from .data import resolve_data_dir
-    from .translator import Translator
+    from ..training.data import resolve_data_dir
+    from ..translator import Translator
     fitted = []
     for model in args.model or ["pretrained/en-de", "pretrained/de-en"]:
         tr = Translator.load(model)
@@ -337,7 +337,7 @@ def main(argv=None) -> int:
               f"source coef {np.round(w['source']['coef'], 3).tolist()}")
         fitted.append(w)
     if args.write_default:
-        target = Path(__file__).with_name("diagnosis_default.py")
+        target = Path(__file__).with_name("default.py")
         head = target.read_text(encoding="utf-8").split("DEFAULT =")[0]
         target.write_text(head + "DEFAULT = " + json.dumps(average(fitted), indent=1) + "\n", encoding="utf-8")
         print(f"wrote {target}")

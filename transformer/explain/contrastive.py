@@ -26,8 +26,8 @@ import numpy as np
 import torch
 
 from .alti import run
-from .capture import no_capture
-from .explain_views import model_view
+from ..capture import no_capture
+from .model_view import model_view
 
 
 @dataclass(frozen=True)

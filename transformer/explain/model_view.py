@@ -89,7 +89,7 @@ def _our_view(model) -> ModelView:
 
 
 def _hf_view(model, family: str, norm_first: bool) -> ModelView:
-    from .hf import arch
+    from ..hf import arch
     enc, dec = model.get_encoder(), model.get_decoder()
     D = model.config.d_model
 
@@ -129,7 +129,7 @@ def _hf_view(model, family: str, norm_first: bool) -> ModelView:
 
 def _t5_view(model) -> ModelView:
     """T5 / T5 v1.1 / mT5: pre-LN blocks [self, (cross), feed-forward], each its own RMSNorm."""
-    from .hf import arch
+    from ..hf import arch
     enc, dec = model.get_encoder(), model.get_decoder()
 
     def relative(stack):                   # block 0 owns the table; every layer adds the same bias

@@ -1,4 +1,4 @@
-"""Raw signals behind `diagnose` (transformer/diagnosis.py), for any batch of (source, output).
+"""Raw signals behind `diagnose` (transformer/diagnosis/scores.py), for any batch of (source, output).
 
 All of them come from teacher-forced passes, batched across sentences and variants:
 - log p(y_t | x, y<t): the model's confidence in each output piece under the real source;
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .forced import chosen_log_probs, forced_pass
+from ..forced import chosen_log_probs, forced_pass
 
 WORD_START = ("\u2581", "\u0120")          # SentencePiece "▁", byte-level BPE "Ġ"
 TOP_K = 32                                  # pieces per step whose mass the unmet demand follows

@@ -3,7 +3,7 @@
 The synthetic cases of diagnosis_fit.py (a swapped second half, another sentence's reference, a
 clause appended to the source) are easy: real errors are one word left out or one word wrong,
 inside a sentence. Built here from an unedited val pair (source, reference) and the statistical
-word alignment of transformer/word_align.py (eflomal, intersection links):
+word alignment of transformer/diagnosis/word_align.py (eflomal, intersection links):
 
 - correct:       the reference as it is (every flag on it is a false alarm);
 - omission:      a source content word aligned 1-1 to a reference content word; that word deleted
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .diagnosis_signals import Item
+from .signals import Item
 from .word_align import Word, words
 
 STOP = {
@@ -156,7 +156,7 @@ def piece_words(pieces: list[str], text: str, special: set[str]) -> np.ndarray:
 
 def label(tr, cases: list[RealCase]) -> list[RealCase]:
     """Items and piece labels, from the model's own tokenisation of each (source, target)."""
-    from .diagnosis_fit import make_item
+    from .fit import make_item
     special_pieces = set(getattr(tr.tokenizer, "special_pieces", ()) or ()) | {"</s>", "<s>", "<pad>", "<unk>"}
     for c in cases:
         c.item = make_item(tr, c.source, c.target)
@@ -179,7 +179,7 @@ def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
     """The issue's table for one model: ROC AUC of the combination and of one raw signal each
     (omission: -(fall of log p(translation) when the word is deleted); substitution: -log p of the
     piece) over non-special pieces, per kind; and how the flags behave."""
-    from .diagnosis_fit import roc_auc
+    from .fit import roc_auc
     out = {}
     by_kind: dict[str, list] = {}
     for c, d in zip(cases, diagnoses):

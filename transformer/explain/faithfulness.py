@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .forced import forced_pass
-from .explain import method_scores
+from ..forced import forced_pass
+from .explanation import method_scores
 
 
 def _forced_probs(tr, sources: list[list[int]], fed_ids: list[int], output_ids: list[int], gates) \

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE = REPO_ROOT / "runs" / "word_align"
 WORD = re.compile(r"\w+|[^\w\s]")
 
@@ -54,7 +54,7 @@ def _run_eflomal(source: list[str], target: list[str]) -> list[set[tuple[int, in
 def val_alignments(data_dir, source_lang: str, target_lang: str) -> list[set[tuple[int, int]]]:
     """Intersection links (source word index, target word index) for every val pair, from an
     aligner trained on train + val (unsupervised: val's links are never labels of anything)."""
-    from .data import read_split
+    from ..training.data import read_split
     langs = sorted([source_lang, target_lang])
     texts = {lang: read_split(data_dir, "train", lang) + read_split(data_dir, "val", lang) for lang in langs}
     n_val = len(read_split(data_dir, "val", langs[0]))
@@ -73,6 +73,6 @@ def val_alignments(data_dir, source_lang: str, target_lang: str) -> list[set[tup
 
 
 if __name__ == "__main__":
-    from .data import resolve_data_dir
+    from ..training.data import resolve_data_dir
     found = val_alignments(resolve_data_dir(None), "en", "de")
     print(len(found), "val pairs;", sum(map(len, found)) / len(found), "links per pair")

@@ -11,7 +11,7 @@ Scores are per WORD (a word's pieces share one score): a logistic of signals ori
 higher = more suspicious, with non-negative coefficients (issue 30): more evidence never lowers a
 score, and no window or sentence-wide feature can move a flag onto a neighbour. Special pieces and
 punctuation are never flagged (score 0). The bias is set so that 0.5 is the flag threshold, chosen
-on Multi30k val so that few unedited references get any flag (transformer/diagnosis_fit.py, on
+on Multi30k val so that few unedited references get any flag (transformer/diagnosis/fit.py, on
 realistic in-sentence errors of diagnosis_protocol.py plus the synthetic cases); the sentence score
 is a separate logistic regression. Weights ship as MODEL_DIR/diagnosis.json; other models use the
 generic default in diagnosis_default.py. ALTI+ and attention are not used: on forced translations
@@ -26,9 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .diagnosis_signals import Item, Signals, compute_signals, is_punctuation, word_groups
+from .signals import Item, Signals, compute_signals, is_punctuation, word_groups
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS_FILE = "diagnosis.json"
 # Oriented so that higher = more suspicious; the fitted coefficients are all >= 0.
 OUTPUT_FEATURES = ["neg_log_p", "neg_pmi", "neg_support", "neg_mean_log_p"]
@@ -147,7 +147,7 @@ def _read_weights(path: str) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 
 
-def weights_for(tr) -> dict:
+def diagnosis_weights(tr) -> dict:
     """MODEL_DIR/diagnosis.json when the model is one of ours shipped in pretrained/ (matched by
     its card) or a local HF folder that has one; else the generic default."""
     card = getattr(tr, "card", {}) or {}
@@ -165,7 +165,7 @@ def weights_for(tr) -> dict:
     for path in candidates:
         if path.is_file():
             return _read_weights(str(path))
-    from .diagnosis_default import DEFAULT
+    from .default import DEFAULT
     return DEFAULT
 
 
@@ -223,7 +223,7 @@ def diagnose_items(tr, items: list[Item], head_mask=None, weights: dict | None =
     for it in items:
         if not it.output_ids or not it.source_ids:
             raise ValueError("diagnosis needs at least one source piece and one output piece")
-    weights = weights or weights_for(tr)
+    weights = weights or diagnosis_weights(tr)
     signals = compute_signals(tr, items, tr.gates(head_mask), budget, bf16)
     special = frozenset(tr.engine.special_ids)
     return [combine(sig, weights, it, special) for sig, it in zip(signals, items)]

@@ -151,9 +151,9 @@ def swap_word(translator, pieces, start: int, stop: int, replacement: str) -> st
 
 __all__ = ["Neighbour", "nearest_pieces", "source_embedding_matrix", "source_ids", "swap_word", "is_word_start"]
 
-if __name__ == "__main__":          # a quick look: python -m transformer.neighbours pretrained/en-de ▁dog
+if __name__ == "__main__":          # a quick look: python -m transformer.analysis.neighbours pretrained/en-de ▁dog
     import sys
-    from .translator import Translator
+    from ..translator import Translator
     tr = Translator.load(sys.argv[1], device="cpu")
     with torch.inference_mode():
         for n in nearest_pieces(tr, source_ids(tr, [sys.argv[2]]), 10, word_start=True):

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import torch
 
-from .model import BOS_ID, EOS_ID, PAD_ID
+from ..model import BOS_ID, EOS_ID, PAD_ID
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATA_DIR = REPO_ROOT.parent / "shared" / "data" / "multi30k"
 DATA_HELP = ("Multi30k task 1 raw files (train/val/test_2016_flickr .en/.de .gz) are in the public "
              "multi30k/dataset repository on GitHub under data/task1/raw; pass their folder with --data-dir "
