@@ -1,9 +1,23 @@
-"""Per-call attention capture, in the TransformerLens style.
+"""Per-call capture, in the TransformerLens style: attention weights and the residual stream.
 
-Each attention module ends its softmax in an identity `HookPoint`. One forward hook per
-HookPoint is registered when the model is built; it hands the tensor to whatever
-recorder the *current call* installed in a ContextVar. Nothing is stored on the model
-or in module globals, so threads (Streamlit sessions) never see each other's traces.
+Each capture point is an identity `HookPoint` (ours, model.py) or a module hook (Hugging Face,
+hf/hooks.py over hf/arch.py's sites), registered once when the model is built or loaded. The hook
+hands the tensor to whatever recorder the *current call* installed in a ContextVar. Nothing is
+stored on the model or in module globals, so threads (Streamlit sessions) never see each other's.
+
+A recorder stores only what it asks for: `capture()` attention weights (as always), and
+`capture(residual=True)` or `capture(residual={names})` the residual stream too (a recorder
+without attention, `capture(attention=False, residual=...)`, keeps ours on the fused path).
+Residual points are named "{stack}.{layer}.{point}" (RESIDUAL_POINTS), plus "{stack}.final_norm":
+- "encoder.{i}.resid_pre"        the stream entering encoder layer i (embeddings for i = 0)
+- "encoder.{i}.resid_mid_self"   after its self-attention sublayer (post-LN: after that norm)
+- "encoder.{i}.resid_post"       after its feed-forward sublayer: the layer's output
+- "decoder.{i}.resid_pre", "decoder.{i}.resid_mid_self", "decoder.{i}.resid_mid_cross" (after
+  cross-attention), "decoder.{i}.resid_post"
+- "encoder.final_norm", "decoder.final_norm": the full stack's output after its final norm (the
+  same tensor as the last resid_post where the model has none: post-LN ours, Marian, BART)
+Each is (B, t, D) per forward; cached decoding records one row per step (`Recorder.residual_stream`
+joins them). A new point is its name here plus where each engine observes it (model.py; arch.py).
 """
 from __future__ import annotations
 
@@ -17,32 +31,73 @@ import torch
 from torch import nn
 
 KINDS = ("encoder_self", "decoder_self", "cross")
+RESIDUAL_POINTS = {"encoder": ("resid_pre", "resid_mid_self", "resid_post"),
+                   "decoder": ("resid_pre", "resid_mid_self", "resid_mid_cross", "resid_post")}
+FINAL_NORM = "final_norm"
 
 _current_recorder: contextvars.ContextVar["Recorder | None"] = contextvars.ContextVar(
     "attention_atlas_recorder", default=None)
 
 
-class HookPoint(nn.Module):
-    """Identity module: a stable place to observe a tensor."""
+def residual_name(stack: str, layer: int, point: str) -> str:
+    """"decoder.1.resid_mid_cross": the one spelling of a residual capture point."""
+    if point not in RESIDUAL_POINTS[stack]:
+        raise ValueError(f"unknown {stack} point {point!r}; expected one of {RESIDUAL_POINTS[stack]}")
+    return f"{stack}.{layer}.{point}"
 
-    def __init__(self, kind: str, layer: int):
+
+def residual_names(n_encoder_layers: int, n_decoder_layers: int) -> list[str]:
+    """Every residual capture point of a model, in model order."""
+    names = []
+    for stack, layers in (("encoder", n_encoder_layers), ("decoder", n_decoder_layers)):
+        names += [residual_name(stack, i, p) for i in range(layers) for p in RESIDUAL_POINTS[stack]]
+        names.append(f"{stack}.{FINAL_NORM}")
+    return names
+
+
+class HookPoint(nn.Module):
+    """Identity module: a stable place to observe a tensor. Attention points are (kind, layer);
+    residual points carry their `name` (see the module docstring)."""
+
+    def __init__(self, kind: str | None = None, layer: int | None = None, name: str | None = None):
         super().__init__()
-        self.kind, self.layer = kind, layer
+        self.kind, self.layer, self.name = kind, layer, name
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x
 
 
 def record(kind: str, layer: int, weights: torch.Tensor) -> None:
-    """Hand weights (B, H, Tq, Tk) to the current call's recorder, if it has one (every engine's
-    hooks call this: ours' HookPoints below, Hugging Face's in hf/hooks.py)."""
+    """Hand weights (B, H, Tq, Tk) to the current call's recorder, if it records attention (every
+    engine's hooks call this: ours' HookPoints below, Hugging Face's in hf/hooks.py)."""
     recorder = _current_recorder.get()
-    if recorder is not None:
+    if recorder is not None and recorder.attention:
         recorder.record(kind, layer, weights)
 
 
+def record_residual(name: str, x: torch.Tensor) -> None:
+    """Hand the residual stream (B, t, D) at point `name` to the current call's recorder, if it asks for it."""
+    recorder = _current_recorder.get()
+    if recorder is not None and recorder.wants(name):
+        recorder.record_residual(name, x)
+
+
+def residual_wanted() -> bool:
+    """True when this call records some residual point: ours then calls its residual HookPoints."""
+    recorder = _current_recorder.get()
+    return recorder is not None and bool(recorder.residual)
+
+
+def observe(point: HookPoint | None, x: torch.Tensor) -> torch.Tensor:
+    """x through a residual HookPoint only when this call records residuals: free when off."""
+    return point(x) if point is not None and residual_wanted() else x
+
+
 def _record_hook(module: HookPoint, inputs, output) -> None:
-    record(module.kind, module.layer, output)
+    if module.name is not None:
+        record_residual(module.name, output)
+    else:
+        record(module.kind, module.layer, output)
 
 
 def install_hooks(model: nn.Module) -> int:
@@ -56,24 +111,43 @@ def install_hooks(model: nn.Module) -> int:
 
 
 class Recorder:
-    """Collects post-softmax weights for one call: (kind, layer) -> list of (B, H, Tq, Tk)."""
+    """One call's captures: attention (kind, layer) -> list of (B, H, Tq, Tk), when `attention`;
+    residuals name -> list of (B, t, D), for the names `residual` asks for (True: every point)."""
 
-    def __init__(self):
+    def __init__(self, attention: bool = True, residual=False):
+        self.attention = bool(attention)
+        self.residual = residual if isinstance(residual, bool) else frozenset(residual)
         self.records: dict[tuple[str, int], list[torch.Tensor]] = defaultdict(list)
+        self.residuals: dict[str, list[torch.Tensor]] = defaultdict(list)
+
+    def wants(self, name: str) -> bool:
+        return self.residual is True or (bool(self.residual) and name in self.residual)
 
     def record(self, kind: str, layer: int, weights: torch.Tensor) -> None:
         self.records[(kind, layer)].append(weights.detach())
 
+    def record_residual(self, name: str, x: torch.Tensor) -> None:
+        self.residuals[name].append(x.detach())
+
+    def residual_stream(self, name: str) -> torch.Tensor:
+        """(B, T, D): the point's records joined along positions (cached decoding: one per step)."""
+        rows = self.residuals.get(name)
+        if not rows:
+            raise KeyError(f"no residual recorded at {name!r}; recorded: {sorted(self.residuals)}")
+        return torch.cat(rows, dim=1)
+
 
 def is_capturing() -> bool:
-    """True inside `capture()`: attention then takes the explicit-softmax path."""
-    return _current_recorder.get() is not None
+    """True inside a capture that records attention: ours then takes the explicit-softmax path."""
+    recorder = _current_recorder.get()
+    return recorder is not None and recorder.attention
 
 
 @contextlib.contextmanager
-def capture():
-    """Install a fresh recorder for this call (this thread/context) and always reset it."""
-    recorder = Recorder()
+def capture(attention: bool = True, residual=False):
+    """Install a fresh recorder for this call (this thread/context) and always reset it.
+    residual: False (none), True (every point) or a collection of point names."""
+    recorder = Recorder(attention, residual)
     token = _current_recorder.set(recorder)
     try:
         yield recorder

@@ -22,8 +22,9 @@ The contract (shapes: B sentences, S source pieces, T fed pieces, V vocabulary, 
 - gates: `gates(head_mask)` -> {kind: (layers, heads)} or None; every decoding method takes them
   as its `gates` argument and applies them its own way (ours: an argument of the model; Hugging
   Face: the output-projection hooks of hf/hooks.py, through a ContextVar), so both look alike.
-- capture: attention reaches the recorder of `capture.capture()` through hooks installed once at
-  load (ContextVar per call, no per-call global state); `capture_sites()` names them.
+- capture: attention and the residual stream reach the recorder of `capture.capture()` through
+  hooks installed once at load (ContextVar per call, no per-call global state); `capture_sites()`
+  names the attention sites, `residual_sites()` the residual points (capture.py's docstring).
 - facts: family ("ours" or the HF model_type), positional_kind, positional_table(side, n),
   position_bias(side, n), source_embeddings(source), special_ids, pad_id, unk_id, batch_size.
 Engines hold no per-call state: calls from many threads share one engine.
@@ -118,10 +119,17 @@ class Engine(ABC):
         return normalize_head_mask(head_mask, c.n_encoder_layers, c.n_decoder_layers, c.n_heads, self.device)
 
     def capture_sites(self) -> list[tuple[str, int]]:
-        """The (kind, layer) names attention is recorded under, in model order."""
+        """The (kind, layer) names attention is recorded under, in model order. The residual stream
+        is recorded under `residual_sites()`: "encoder.{i}.resid_pre|resid_mid_self|resid_post",
+        "decoder.{i}.resid_pre|resid_mid_self|resid_mid_cross|resid_post", "{stack}.final_norm"."""
         c = self.config
         return ([("encoder_self", i) for i in range(c.n_encoder_layers)]
                 + [(kind, i) for i in range(c.n_decoder_layers) for kind in ("decoder_self", "cross")])
+
+    def residual_sites(self) -> list[str]:
+        """Every residual capture point, in model order (capture.residual_names)."""
+        from .capture import residual_names
+        return residual_names(self.config.n_encoder_layers, self.config.n_decoder_layers)
 
     # ---- per-family facts --------------------------------------------------------------------
     @abstractmethod

@@ -1,7 +1,8 @@
 """Our model as an engine (engine.py): `Transformer` + sentencepiece `Tokenizer` + decoding.py.
 
 Gates are an argument of our model all the way down (model.py), so each method hands them on;
-attention reaches the recorder through the HookPoints model.py installs at build time.
+attention and the residual stream reach the recorder through the HookPoints model.py installs at
+build time.
 """
 from __future__ import annotations
 

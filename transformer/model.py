@@ -2,7 +2,8 @@
 
 Attention is written out by hand (no nn.MultiheadAttention) so its weights can be seen:
 the fused `F.scaled_dot_product_attention` runs by default, and an explicit softmax path,
-which feeds the HookPoints, runs only while a capture is active.
+which feeds the HookPoints, runs only while a capture is active. The residual stream passes
+identity HookPoints named as capture.py's docstring says, called only while a capture asks for it.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .capture import HookPoint, install_hooks, is_capturing
+from .capture import FINAL_NORM, HookPoint, install_hooks, is_capturing, observe, residual_name
 from .config import ModelConfig
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -91,18 +92,20 @@ class FeedForward(nn.Module):
 
 
 class Sublayer(nn.Module):
-    """Residual + LayerNorm around one sublayer: pre-LN x + f(LN(x)), or post-LN LN(x + f(x))."""
+    """Residual + LayerNorm around one sublayer: pre-LN x + f(LN(x)), or post-LN LN(x + f(x)).
+    name: the residual capture point of its output (None: not observed)."""
 
-    def __init__(self, d_model: int, dropout: float, norm_first: bool):
+    def __init__(self, d_model: int, dropout: float, norm_first: bool, name: str | None = None):
         super().__init__()
         self.norm = nn.LayerNorm(d_model)
         self.dropout = nn.Dropout(dropout)
         self.norm_first = norm_first
+        self.hook = HookPoint(name=name) if name else None
 
     def forward(self, x, fn):
         if self.norm_first:
-            return x + self.dropout(fn(self.norm(x)))
-        return self.norm(x + self.dropout(fn(x)))
+            return observe(self.hook, x + self.dropout(fn(self.norm(x))))
+        return observe(self.hook, self.norm(x + self.dropout(fn(x))))
 
 
 class EncoderLayer(nn.Module):
@@ -110,10 +113,13 @@ class EncoderLayer(nn.Module):
         super().__init__()
         self.self_attention = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout, "encoder_self", layer)
         self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
-        self.attention_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first)
-        self.feed_forward_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first)
+        point = lambda p: residual_name("encoder", layer, p)                       # noqa: E731
+        self.hook_resid_pre = HookPoint(name=point("resid_pre"))
+        self.attention_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first, point("resid_mid_self"))
+        self.feed_forward_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first, point("resid_post"))
 
     def forward(self, x, source_mask, gate=None):
+        x = observe(self.hook_resid_pre, x)
         x = self.attention_block(x, lambda h: self.self_attention(h, h, source_mask, gate))
         return self.feed_forward_block(x, self.feed_forward)
 
@@ -124,13 +130,16 @@ class DecoderLayer(nn.Module):
         self.self_attention = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout, "decoder_self", layer)
         self.cross_attention = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.attention_dropout, "cross", layer)
         self.feed_forward = FeedForward(cfg.d_model, cfg.d_ff, cfg.dropout)
-        self.self_attention_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first)
-        self.cross_attention_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first)
-        self.feed_forward_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first)
+        point = lambda p: residual_name("decoder", layer, p)                       # noqa: E731
+        self.hook_resid_pre = HookPoint(name=point("resid_pre"))
+        self.self_attention_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first, point("resid_mid_self"))
+        self.cross_attention_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first, point("resid_mid_cross"))
+        self.feed_forward_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first, point("resid_post"))
 
     def forward(self, x, memory, target_mask, memory_mask, self_gate=None, cross_gate=None, cache=None):
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
+        x = observe(self.hook_resid_pre, x)
         x = self.self_attention_block(
             x, lambda h: self.self_attention(h, h, target_mask, self_gate, self_cache))
         x = self.cross_attention_block(
@@ -165,6 +174,8 @@ class Transformer(nn.Module):
         # Pre-LN leaves the residual stream unnormalised, so it needs a final norm.
         self.encoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(cfg.d_model) if cfg.norm_first else nn.Identity()
+        self.hook_encoder_final = HookPoint(name=f"encoder.{FINAL_NORM}")         # after the norm (or Identity)
+        self.hook_decoder_final = HookPoint(name=f"decoder.{FINAL_NORM}")
         self.output_projection = nn.Linear(cfg.d_model, cfg.vocab_size, bias=False)
         self._init_weights()
         if cfg.tie_embeddings:
@@ -201,7 +212,7 @@ class Transformer(nn.Module):
         x = self._embed(source, self.source_embedding)
         for i, layer in enumerate(self.encoder_layers):
             x = layer(x, mask, _gate(gates, "encoder_self", i))
-        return self.encoder_norm(x)
+        return observe(self.hook_encoder_final, self.encoder_norm(x))
 
     def decode(self, target, memory, source_keep, target_keep=None, gates=None):
         """Teacher-forced: target (B, T) fed ids. Returns logits (B, T, V)."""
@@ -215,7 +226,7 @@ class Transformer(nn.Module):
         for i, layer in enumerate(self.decoder_layers):
             x = layer(x, memory, target_mask, memory_mask,
                       _gate(gates, "decoder_self", i), _gate(gates, "cross", i))
-        return self.output_projection(self.decoder_norm(x))
+        return self.output_projection(observe(self.hook_decoder_final, self.decoder_norm(x)))
 
     def new_cache(self):
         return [{"self": {}, "cross": {}} for _ in self.decoder_layers]
@@ -228,7 +239,7 @@ class Transformer(nn.Module):
             # The newest query may see every cached key, so no self-attention mask is needed.
             x = layer(x, memory, None, memory_mask,
                       _gate(gates, "decoder_self", i), _gate(gates, "cross", i), cache[i])
-        return self.output_projection(self.decoder_norm(x))[:, 0]
+        return self.output_projection(observe(self.hook_decoder_final, self.decoder_norm(x)))[:, 0]
 
     def forward(self, source, source_keep, target, target_keep=None, gates=None):
         memory = self.encode(source, source_keep, gates)

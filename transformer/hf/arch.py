@@ -1,7 +1,8 @@
 """What differs between the supported Hugging Face families, in one place.
 
 Everything else (capture, ablation, decoding) is written once against `Site`s: the
-attention modules and their output projections, found here by family.
+attention modules and their output projections, and `ResidualSite`s: where each residual capture
+point (capture.py) is read, found here by family.
 """
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import torch
 from torch import nn
+
+from ..capture import FINAL_NORM, RESIDUAL_POINTS, residual_name
 
 # model_type -> (positional kind, norm_first). m2m_100 covers NLLB (dense); mbart covers mBART-50.
 FAMILIES = {
@@ -98,6 +101,48 @@ def _site(kind: str, layer: int, attention: nn.Module) -> Site:
     if hasattr(attention, "o"):                                   # T5Attention
         return Site(kind, layer, attention, attention.o, attention.n_heads, attention.key_value_proj_dim)
     return Site(kind, layer, attention, attention.out_proj, attention.num_heads, attention.head_dim)
+
+
+@dataclass(frozen=True)
+class ResidualSite:
+    """One residual capture point: the module whose first input ("input") or output ("output",
+    its first element when a tuple) is the residual stream there."""
+    name: str                      # e.g. "decoder.1.resid_mid_cross"
+    module: nn.Module
+    reads: str                     # "input" | "output"
+
+
+def _layers(stack, family: str):
+    return stack.block if family == "t5" else stack.layers
+
+
+def final_norm(stack) -> nn.Module | None:
+    """The norm a stack ends with (T5 final_layer_norm; mBART, M2M100/NLLB layer_norm), or None
+    (Marian, BART: post-LN, each layer already ends in a norm)."""
+    return getattr(stack, "final_layer_norm", None) or getattr(stack, "layer_norm", None)
+
+
+def residual_sites(model) -> list[ResidualSite]:
+    """Every residual point of capture.residual_names, in model order. resid_pre: the layer's input;
+    resid_post: its output. After a sublayer: T5, its T5Layer* module's output; post-LN (Marian,
+    BART), that sublayer's LayerNorm output; pre-LN (mBART, M2M100/NLLB), the next norm's input."""
+    family, sites = model.config.model_type, []
+    for stack_name, stack in (("encoder", model.get_encoder()), ("decoder", model.get_decoder())):
+        mids = RESIDUAL_POINTS[stack_name][1:-1]                  # resid_mid_self (, resid_mid_cross)
+        layers = _layers(stack, family)
+        for i, layer in enumerate(layers):
+            sites.append(ResidualSite(residual_name(stack_name, i, "resid_pre"), layer, "input"))
+            if family == "t5":
+                where = [(layer.layer[j], "output") for j in range(len(mids))]
+            else:
+                norms = [layer.self_attn_layer_norm] + ([layer.encoder_attn_layer_norm] if len(mids) == 2 else [])
+                norms.append(layer.final_layer_norm)
+                where = ([(n, "input") for n in norms[1:]] if FAMILIES[family][1]
+                         else [(n, "output") for n in norms[:-1]])
+            sites += [ResidualSite(residual_name(stack_name, i, p), m, r) for p, (m, r) in zip(mids, where)]
+            sites.append(ResidualSite(residual_name(stack_name, i, "resid_post"), layer, "output"))
+        sites.append(ResidualSite(f"{stack_name}.{FINAL_NORM}", final_norm(stack) or layers[-1], "output"))
+    return sites
 
 
 def token_embeddings(stack, ids: torch.Tensor) -> torch.Tensor:

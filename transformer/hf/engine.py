@@ -83,7 +83,8 @@ class HFEngine(Engine):
         self.unk_id = int(tokenizer.unk_token_id)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.sites = arch.attention_sites(self.model)
-        install_hooks(self.model, self.sites)   # once; per-call state comes through ContextVars
+        self.residual = arch.residual_sites(self.model)
+        install_hooks(self.model, self.sites, self.residual)   # once; per-call state comes through ContextVars
 
     # ---- ids -------------------------------------------------------------------------------
     def source_ids(self, text: str) -> tuple[list[int], bool]:
