@@ -77,8 +77,8 @@ def test_ours_every_point_equals_a_manual_recomputation(tiny, which):
     assert all(len(rows) == 1 for rows in recorder.residuals.values())    # the manual pass recorded nothing
     for name, x in expected.items():
         torch.testing.assert_close(recorder.residual_stream(name), x, atol=1e-5, rtol=0, msg=name)
-    last = recorder.residual_stream(f"decoder.{c.n_decoder_layers - 1}.resid_post")
-    torch.testing.assert_close(model.output_projection(model.decoder_norm(last)), logits, atol=1e-5, rtol=0)
+    torch.testing.assert_close(model.read_out(recorder.residual_stream(f"decoder.{c.n_decoder_layers - 1}.resid_post")),
+                               logits, atol=1e-5, rtol=0)
 
 
 def test_ours_cached_decoding_records_one_row_per_step_equal_to_the_forced_pass(tiny):
@@ -148,8 +148,10 @@ def test_hf_points_equal_output_hidden_states_and_the_sublayers_between(hf, name
     torch.testing.assert_close(res["encoder.final_norm"], ref.encoder_last_hidden_state, atol=1e-5, rtol=0)
     with torch.no_grad():
         recomputed = _recomputed_mids(tr, res, ref.encoder_last_hidden_state)
+        logits = tr.engine.read_out(res[f"decoder.{c.n_decoder_layers - 1}.resid_post"])
     for point, x in recomputed.items():
         torch.testing.assert_close(res[point], x, atol=1e-5, rtol=0, msg=point)
+    torch.testing.assert_close(logits, ref.logits, atol=1e-5, rtol=0)
 
 
 @pytest.mark.parametrize("name", FAMILIES)

@@ -165,6 +165,17 @@ def no_capture():
         _current_recorder.reset(token)
 
 
+@contextlib.contextmanager
+def recording(attention: bool, residual=False):
+    """A call's capture (yields its Recorder) when it asks for anything; else no_capture (yields None)."""
+    if not attention and not residual:
+        with no_capture():
+            yield None
+        return
+    with capture(attention, residual) as recorder:
+        yield recorder
+
+
 @dataclass
 class AttentionTrace:
     """Every head's weights of one translation. Rows are queries, columns are keys."""

@@ -22,12 +22,14 @@ def length_normalizer(length: int, length_penalty: float) -> float:
 
 
 @torch.no_grad()
-def greedy_decode(model: Transformer, source, source_keep, max_len: int, gates=None, prefix=None):
+def greedy_decode(model: Transformer, source, source_keep, max_len: int, gates=None, prefix=None,
+                  encoder_layer: int | None = None):
     """Batched greedy decoding. Returns (tokens (B, T) padded with PAD, step logits list[(B, V)]).
 
     prefix: output ids forced at the first steps (every row), fed through the same cached loop,
-    so their logits are the model's own for them; argmax takes over after the prefix."""
-    memory = model.encode(source, source_keep, gates)                       # (B, S, D)
+    so their logits are the model's own for them; argmax takes over after the prefix.
+    encoder_layer: decode from that encoder layer's output (DecoderLens; model.encode)."""
+    memory = model.encode(source, source_keep, gates, encoder_layer)        # (B, S, D)
     B = source.shape[0]
     cache = model.new_cache()
     last = torch.full((B,), BOS_ID, dtype=torch.long, device=source.device)
@@ -71,7 +73,8 @@ def prefix_history(prefix: list, finished_at_end: bool) -> list[list[Hypothesis]
 
 @torch.no_grad()
 def beam_search(model: Transformer, source, source_keep, beam_size: int, max_len,
-                length_penalty: float = 1.0, gates=None, record: bool = False, prefix=None) -> list[BeamResult]:
+                length_penalty: float = 1.0, gates=None, record: bool = False, prefix=None,
+                encoder_layer: int | None = None) -> list[BeamResult]:
     """Batched beam search over B sentences with K beams each (flattened to B*K rows).
 
     max_len: an int, or one per sentence, so a batch gives each sentence what a single call would.
@@ -91,7 +94,7 @@ def beam_search(model: Transformer, source, source_keep, beam_size: int, max_len
         return [BeamResult(list(prefix), 0.0, history, (P - 1, 0) if record else None) for _ in range(B)]
     unfinished_at_limit: list[list[tuple]] = [[] for _ in range(B)]
     device = source.device
-    memory = model.encode(source, source_keep, gates).repeat_interleave(K, dim=0)   # (B*K, S, D)
+    memory = model.encode(source, source_keep, gates, encoder_layer).repeat_interleave(K, dim=0)  # (B*K, S, D)
     keep = None if source_keep is None else source_keep.repeat_interleave(K, dim=0)
     cache = model.new_cache()
     scores = torch.full((B, K), float("-inf"), device=device)

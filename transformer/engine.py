@@ -18,13 +18,16 @@ The contract (shapes: B sentences, S source pieces, T fed pieces, V vocabulary, 
   decode with the KV cache; `teacher_forced(source, mask, fed)` is one batched pass -> (B, T, V).
   source (B, S) long, padded with `pad_id`; mask (B, S) bool, True where a key may be attended, or
   None when nothing is padding; fed (B, T) long, padding only after each row's real pieces (the
-  causal mask keeps the real positions exact).
+  causal mask keeps the real positions exact). `encoder_layer` k (all three; None = plain): the
+  decoder reads encoder layer k's output through the final encoder norm (DecoderLens).
 - gates: `gates(head_mask)` -> {kind: (layers, heads)} or None; every decoding method takes them
   as its `gates` argument and applies them its own way (ours: an argument of the model; Hugging
   Face: the output-projection hooks of hf/hooks.py, through a ContextVar), so both look alike.
 - capture: attention and the residual stream reach the recorder of `capture.capture()` through
   hooks installed once at load (ContextVar per call, no per-call global state); `capture_sites()`
   names the attention sites, `residual_sites()` the residual points (capture.py's docstring).
+- read-out: `read_out(hidden)` (..., D) -> (..., V) logits: a decoder residual stream through the
+  model's own final norm and output projection, exactly as its last layer is read (the logit lens).
 - facts: family ("ours" or the HF model_type), positional_kind, positional_table(side, n),
   position_bias(side, n), source_embeddings(source), special_ids, pad_id, unk_id, batch_size.
 Engines hold no per-call state: calls from many threads share one engine.
@@ -88,18 +91,23 @@ class Engine(ABC):
         """max_len None: the engine's default budget. prompt: start piece + forced prefix pieces."""
 
     @abstractmethod
-    def greedy(self, source, mask, plan: Plan, gates=None, prefix=None):
+    def greedy(self, source, mask, plan: Plan, gates=None, prefix=None, encoder_layer=None):
         """-> (tokens (B, T) padded after each row's end, step logits list[(B, V)]); prefix: output
         ids forced first (every row), fed through the same cached loop."""
 
     @abstractmethod
-    def beam(self, source, mask, plan: Plan, gates=None, record: bool = False, prefix=None) -> list:
+    def beam(self, source, mask, plan: Plan, gates=None, record: bool = False, prefix=None,
+             encoder_layer=None) -> list:
         """-> one BeamResult (output_ids, score, history, final) per sentence; history only with
         record (B = 1), one entry per output step, hypotheses' pieces as ids."""
 
     @abstractmethod
-    def teacher_forced(self, source, mask, fed, gates=None) -> torch.Tensor:
+    def teacher_forced(self, source, mask, fed, gates=None, encoder_layer=None) -> torch.Tensor:
         """One teacher-forced pass: logits (B, T, V) for fed (B, T) = start piece + outputs[:-1]."""
+
+    @abstractmethod
+    def read_out(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(..., D) decoder residual stream -> (..., V) logits, as the model reads its last layer."""
 
     def batch(self, rows: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         """Source id rows -> (source (B, S) padded with pad_id, mask (B, S) bool) on the device."""

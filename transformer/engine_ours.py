@@ -60,15 +60,19 @@ class OursEngine(Engine):
         return Plan(BOS_ID, frozenset({EOS_ID}), limits, int(beam_size),
                     1.0 if length_penalty is None else float(length_penalty))
 
-    def greedy(self, source, mask, plan: Plan, gates=None, prefix=None):
-        return greedy_decode(self.model, source, mask, max(plan.limits), gates, prefix)
+    def greedy(self, source, mask, plan: Plan, gates=None, prefix=None, encoder_layer=None):
+        return greedy_decode(self.model, source, mask, max(plan.limits), gates, prefix, encoder_layer)
 
-    def beam(self, source, mask, plan: Plan, gates=None, record: bool = False, prefix=None) -> list:
+    def beam(self, source, mask, plan: Plan, gates=None, record: bool = False, prefix=None,
+             encoder_layer=None) -> list:
         return beam_search(self.model, source, mask, plan.beam_size, plan.limits, plan.length_penalty, gates,
-                           record=record, prefix=prefix)
+                           record=record, prefix=prefix, encoder_layer=encoder_layer)
 
-    def teacher_forced(self, source, mask, fed, gates=None) -> torch.Tensor:
-        return self.model(source, mask, fed, gates=gates)                                    # (B, T, V)
+    def teacher_forced(self, source, mask, fed, gates=None, encoder_layer=None) -> torch.Tensor:
+        return self.model(source, mask, fed, gates=gates, encoder_layer=encoder_layer)      # (B, T, V)
+
+    def read_out(self, hidden) -> torch.Tensor:
+        return self.model.read_out(hidden)                                                   # (..., V)
 
     # ---- facts -----------------------------------------------------------------------------------
     def positional_table(self, side: str, n: int) -> np.ndarray:

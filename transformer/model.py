@@ -204,15 +204,24 @@ class Transformer(nn.Module):
         return self.embedding_dropout(x)
 
     # ---- forward passes -----------------------------------------------------------
-    def encode(self, source, source_keep, gates=None):
+    def encode(self, source, source_keep, gates=None, layer: int | None = None):
         """source (B, S) ids; source_keep bool (B, S), or None when nothing is padding.
 
-        Returns memory (B, S, D)."""
+        Returns memory (B, S, D). layer (DecoderLens): encoder layer `layer`'s output through the
+        final encoder norm instead; every layer still runs, so a capture sees the whole encoder."""
         mask = _key_mask(source_keep)                                       # (B, 1, 1, S)
         x = self._embed(source, self.source_embedding)
-        for i, layer in enumerate(self.encoder_layers):
-            x = layer(x, mask, _gate(gates, "encoder_self", i))
-        return observe(self.hook_encoder_final, self.encoder_norm(x))
+        kept = None
+        for i, encoder_layer in enumerate(self.encoder_layers):
+            x = encoder_layer(x, mask, _gate(gates, "encoder_self", i))
+            if i == layer:
+                kept = x
+        memory = observe(self.hook_encoder_final, self.encoder_norm(x))
+        return memory if kept is None or layer == len(self.encoder_layers) - 1 else self.encoder_norm(kept)
+
+    def read_out(self, hidden):
+        """(..., D) decoder residual stream -> (..., V) logits: the final norm and output projection."""
+        return self.output_projection(self.decoder_norm(hidden))
 
     def decode(self, target, memory, source_keep, target_keep=None, gates=None):
         """Teacher-forced: target (B, T) fed ids. Returns logits (B, T, V)."""
@@ -241,8 +250,8 @@ class Transformer(nn.Module):
                       _gate(gates, "decoder_self", i), _gate(gates, "cross", i), cache[i])
         return self.output_projection(observe(self.hook_decoder_final, self.decoder_norm(x)))[:, 0]
 
-    def forward(self, source, source_keep, target, target_keep=None, gates=None):
-        memory = self.encode(source, source_keep, gates)
+    def forward(self, source, source_keep, target, target_keep=None, gates=None, encoder_layer: int | None = None):
+        memory = self.encode(source, source_keep, gates, encoder_layer)
         return self.decode(target, memory, source_keep, target_keep, gates)
 
     @staticmethod

@@ -6,7 +6,6 @@ model, `hf.engine.HFEngine` for Hugging Face encoder-decoders. One call, one tra
 """
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,12 +14,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from .capture import AttentionTrace, Masks, capture, no_capture, trace_from
+from .capture import AttentionTrace, Masks, no_capture, recording, trace_from
 from .config import ModelConfig
 from .decoding import Hypothesis
 from .engine import Engine, Plan, default_device, open_engine
 from .engine_ours import OursEngine
 from .language import check as check_language
+from .lens import Lens, check_encoder_layer, lens_points, read_lens
 from .masks import causal_mask
 
 if TYPE_CHECKING:                     # the annotation only: explain.py imports torch-heavy helpers lazily
@@ -67,6 +67,8 @@ class Translation:
     decoder_positional_encoding: np.ndarray | None = None   # (T, d_model) what the decoder added
     position_bias: np.ndarray | None = None          # T5: (H, S, S) relative bias added to encoder scores
     decoder_position_bias: np.ndarray | None = None  # T5: (H, T, T) relative bias of decoder self-attention
+    lens: Lens | None = None             # lens=True only (transformer/lens.py)
+    encoder_layer: int | None = None     # DecoderLens: the encoder layer the decoder read (None: plain)
 
 
 class Translator:
@@ -185,12 +187,15 @@ class Translator:
     def translate(self, text: str, beam_size: int = 1, max_len: int | None = None, capture: bool = True,
                   top_k: int = 5, length_penalty: float | None = None, target: str | list[str] | None = None,
                   head_mask=None, explain: bool = False, diagnose: bool = False,
-                  prefix: str | list[str] | None = None) -> Translation:
+                  prefix: str | list[str] | None = None, lens: bool = False,
+                  encoder_layer: int | None = None) -> Translation:
         """Decode (greedy or beam) or, with `target`, force a reference: a text, or a list of
         pieces fed exactly (e.g. another run's output_tokens, so two runs align step by step).
         `prefix` (pieces, or a text segmented without </s>) forces the first output pieces, then
         decoding goes on from there; beam hypotheses all start with it. length_penalty None: ours
-        1.0, Hugging Face its generation config. explain=True adds `out.explanation`."""
+        1.0, Hugging Face its generation config. explain=True adds `out.explanation`; lens=True
+        `out.lens` (the logit lens, transformer/lens.py). encoder_layer=k (DecoderLens): the decoder
+        reads encoder layer k's output (0-based, through the final encoder norm; the last = plain)."""
         started = time.perf_counter()
         if not isinstance(beam_size, (int, np.integer)) or beam_size < 1:
             raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
@@ -199,30 +204,33 @@ class Translator:
         max_len = self._check_max_len(max_len)
         prefix_ids = self._prefix_ids(prefix, target)
         gates = self.gates(head_mask)
+        layer = check_encoder_layer(encoder_layer, self.config.n_encoder_layers, explain or diagnose)
         source = torch.tensor([source_ids], dtype=torch.long, device=self.device)           # (1, S)
         plan = e.plan(source, None, int(beam_size), max_len, length_penalty, 1 + len(prefix_ids))
         self._check_prefix(prefix_ids, plan.limits[0], plan.ends)
         beam_history, beam_final = None, None
-        with _recording(capture) as recorder:
+        residual = [point for _, point in lens_points(self.config.n_decoder_layers)] if lens else False
+        with recording(capture, residual) as recorder:
             if target is not None:
                 output_ids = self.target_ids(target)
-                logits = self._forced(source, plan, output_ids, gates)                        # (T, V)
+                logits = self._forced(source, plan, output_ids, gates, layer)                 # (T, V)
             elif beam_size == 1:
-                tokens, step_logits = e.greedy(source, None, plan, gates, prefix_ids)
+                tokens, step_logits = e.greedy(source, None, plan, gates, prefix_ids, layer)
                 output_ids = tokens[0].tolist()
                 logits = torch.cat(step_logits, dim=0)                                        # (T, V)
             else:
                 with no_capture():
-                    result = e.beam(source, None, plan, gates, record=True, prefix=prefix_ids)[0]
+                    result = e.beam(source, None, plan, gates, record=True, prefix=prefix_ids, encoder_layer=layer)[0]
                 output_ids, beam_final = result.output_ids, result.final
                 beam_history = [[Hypothesis(self.tokenizer.pieces(h.pieces), h.score, h.parent, h.finished,
                                             h.log_prob) for h in step] for step in result.history]
                 # Steps and attention describe the returned hypothesis; a teacher-forced pass
                 # over it equals cached decoding (tested), and gives every row at once.
-                logits = self._forced(source, plan, output_ids, gates)
+                logits = self._forced(source, plan, output_ids, gates, layer)
         probs = torch.softmax(logits.float(), dim=-1)                                         # (T, V)
         T, S = len(output_ids), len(source_ids)
         attention = trace_from(recorder, self.config, S, T) if capture else None
+        lens_out = read_lens(e, recorder, output_ids, top_k) if lens else None
         fed_ids = [plan.start] + output_ids[:-1]
         explanation = None
         if explain:
@@ -239,16 +247,17 @@ class Translator:
             forced=target is not None, prefix_length=len(prefix_ids), seconds=time.perf_counter() - started,
             explanation=explanation, positional_kind=e.positional_kind,
             decoder_positional_encoding=e.positional_table("decoder", T),
-            position_bias=e.position_bias("encoder", S), decoder_position_bias=e.position_bias("decoder", T))
+            position_bias=e.position_bias("encoder", S), decoder_position_bias=e.position_bias("decoder", T),
+            lens=lens_out, encoder_layer=layer)
         if diagnose:
             from .diagnosis import diagnose as diagnosed       # only when asked
             out.diagnosis = diagnosed(self, out, head_mask)
         return out
 
-    def _forced(self, source, plan: Plan, output_ids: list[int], gates) -> torch.Tensor:
+    def _forced(self, source, plan: Plan, output_ids: list[int], gates, encoder_layer=None) -> torch.Tensor:
         """Logits (T, V) of one teacher-forced pass feeding the start piece, then output_ids[:-1]."""
         fed = torch.tensor([[plan.start] + list(output_ids[:-1])], dtype=torch.long, device=self.device)
-        return self.engine.teacher_forced(source, None, fed, gates)[0]
+        return self.engine.teacher_forced(source, None, fed, gates, encoder_layer)[0]
 
     def _steps(self, output_ids, probs, top_k, attention):
         k = max(0, min(int(top_k), probs.shape[-1]))
@@ -268,13 +277,14 @@ class Translator:
     @torch.inference_mode()
     def translate_batch(self, sentences: list[str], beam_size: int = 1, max_len: int | None = None,
                         length_penalty: float | None = None, head_mask=None,
-                        batch_size: int | None = None) -> list[str]:
+                        batch_size: int | None = None, encoder_layer: int | None = None) -> list[str]:
         """The same texts as translate() one by one, padding handled exactly (each sentence keeps
         the budget a call of its own would get). batch_size None: the engine's (ours 64, HF 32)."""
         e = self.engine
         encoded = [self.encode_source(s)[0] for s in sentences]
         max_len = self._check_max_len(max_len)
         gates = self.gates(head_mask)
+        layer = check_encoder_layer(encoder_layer, self.config.n_encoder_layers)
         batch_size = batch_size or e.batch_size
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))   # similar lengths together
         results: list[str] = [""] * len(encoded)
@@ -284,10 +294,10 @@ class Translator:
                 source, mask = e.batch([encoded[i] for i in chunk])                          # (B, S) each
                 plan = e.plan(source, mask, int(beam_size), max_len, length_penalty)
                 if beam_size == 1:
-                    tokens, _ = e.greedy(source, mask, plan, gates)
+                    tokens, _ = e.greedy(source, mask, plan, gates, encoder_layer=layer)
                     outputs = [tokens[row, : plan.limits[row]].tolist() for row in range(len(chunk))]
                 else:
-                    outputs = [r.output_ids for r in e.beam(source, mask, plan, gates)]
+                    outputs = [r.output_ids for r in e.beam(source, mask, plan, gates, encoder_layer=layer)]
                 for row, i in enumerate(chunk):
                     results[i] = self.tokenizer.decode(_until_end(outputs[row], plan.ends))
         return results
@@ -299,13 +309,3 @@ def _until_end(ids: list[int], ends) -> list[int]:
         if token in ends:
             return ids[: t + 1]
     return ids
-
-
-def _recording(enabled: bool):
-    return capture() if enabled else _null_recorder()
-
-
-@contextlib.contextmanager
-def _null_recorder():
-    with no_capture():
-        yield None

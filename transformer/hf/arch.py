@@ -2,7 +2,7 @@
 
 Everything else (capture, ablation, decoding) is written once against `Site`s: the
 attention modules and their output projections, and `ResidualSite`s: where each residual capture
-point (capture.py) is read, found here by family.
+point (capture.py) is read, found here by family. `read_out` is each family's own output head.
 """
 from __future__ import annotations
 
@@ -143,6 +143,26 @@ def residual_sites(model) -> list[ResidualSite]:
             sites.append(ResidualSite(residual_name(stack_name, i, "resid_post"), layer, "output"))
         sites.append(ResidualSite(f"{stack_name}.{FINAL_NORM}", final_norm(stack) or layers[-1], "output"))
     return sites
+
+
+def normed(stack, hidden: torch.Tensor) -> torch.Tensor:
+    """hidden through the stack's final norm (if any), by `forward` so no capture hook sees it."""
+    norm = final_norm(stack)
+    return hidden if norm is None else norm.forward(hidden)
+
+
+def read_out(model, hidden: torch.Tensor) -> torch.Tensor:
+    """(..., D) decoder residual stream -> (..., V) logits, as each family's forward reads its last
+    layer: final norm where the stack has one; T5 rescales by d_model**-0.5 (scale_decoder_outputs,
+    i.e. tied embeddings); lm_head; Marian, BART and mBART add final_logits_bias."""
+    hidden = normed(model.get_decoder(), hidden)
+    if model.config.model_type == "t5":
+        config = model.config
+        if getattr(config, "scale_decoder_outputs", getattr(config, "tie_word_embeddings", True)):
+            hidden = hidden * (config.d_model ** -0.5)
+    logits = model.lm_head(hidden)
+    bias = getattr(model, "final_logits_bias", None)
+    return logits if bias is None else logits + bias.to(logits.device)
 
 
 def token_embeddings(stack, ids: torch.Tensor) -> torch.Tensor:

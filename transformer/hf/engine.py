@@ -128,26 +128,38 @@ class HFEngine(Engine):
         return Plan(native.start, ends, [native.max_length - 1] * source.shape[0], native.num_beams,
                     native.length_penalty, native)
 
-    def encode(self, source, mask) -> BaseModelOutput:
-        """The encoder's output (B, S, D), as generate() hands it to the decoder."""
-        out = self.model.get_encoder()(input_ids=source, attention_mask=mask, return_dict=True)
-        return BaseModelOutput(last_hidden_state=out.last_hidden_state)
+    def encode(self, source, mask, layer: int | None = None) -> BaseModelOutput:
+        """The encoder's output (B, S, D), as generate() hands it to the decoder. layer (DecoderLens):
+        that layer's output through the encoder's final norm instead (every layer still runs)."""
+        encoder = self.model.get_encoder()
+        last = layer is None or layer == self.config.n_encoder_layers - 1
+        out = encoder(input_ids=source, attention_mask=mask, return_dict=True, output_hidden_states=not last)
+        if last:
+            return BaseModelOutput(last_hidden_state=out.last_hidden_state)
+        return BaseModelOutput(last_hidden_state=arch.normed(encoder, out.hidden_states[layer + 1]))
 
-    def greedy(self, source, mask, plan: Plan, gates=None, prefix=None):
+    def greedy(self, source, mask, plan: Plan, gates=None, prefix=None, encoder_layer=None):
         mask = self._mask(source, mask)
         with gating(gates):
-            return greedy(self.model, self.encode(source, mask), mask, plan.native, prefix)
+            return greedy(self.model, self.encode(source, mask, encoder_layer), mask, plan.native, prefix)
 
-    def beam(self, source, mask, plan: Plan, gates=None, record: bool = False, prefix=None) -> list:
+    def beam(self, source, mask, plan: Plan, gates=None, record: bool = False, prefix=None,
+             encoder_layer=None) -> list:
         mask = self._mask(source, mask)
         with gating(gates):
-            return beam_search(self.model, self.encode(source, mask), mask, plan.native, record=record, prefix=prefix)
+            return beam_search(self.model, self.encode(source, mask, encoder_layer), mask, plan.native,
+                               record=record, prefix=prefix)
 
-    def teacher_forced(self, source, mask, fed, gates=None) -> torch.Tensor:
+    def teacher_forced(self, source, mask, fed, gates=None, encoder_layer=None) -> torch.Tensor:
+        mask = self._mask(source, mask)
         with gating(gates):
-            out = self.model(input_ids=source, attention_mask=self._mask(source, mask), decoder_input_ids=fed,
+            memory = None if encoder_layer is None else self.encode(source, mask, encoder_layer)
+            out = self.model(input_ids=source, attention_mask=mask, decoder_input_ids=fed, encoder_outputs=memory,
                              use_cache=False, return_dict=True)
         return out.logits                                                                     # (B, T, V)
+
+    def read_out(self, hidden) -> torch.Tensor:
+        return arch.read_out(self.model, hidden)                                              # (..., V)
 
     # ---- facts -----------------------------------------------------------------------------------
     @cached_property
