@@ -36,7 +36,7 @@ USER atlas
 # CPU quota: a Space's "CPU basic" is 2 vCPUs), and on a 2-core machine two threads per translation
 # made a click on Translate 1.7x slower under load (benchmarks/bench_first_paint.py, issue 14).
 # A public server: the sidebar's hub-id field (and a share link's hub=) opens only these two small
-# Marian models (about 300 MB each), never a path (atlas_ui/hub_policy.py). `-e ATLAS_HUB=off` turns
+# Marian models (about 300 MB each), never a path (atlas_ui/server/hub_policy.py). `-e ATLAS_HUB=off` turns
 # the field off; `-e ATLAS_HUB=any -e ATLAS_HUB_MAX_GB=2` opens any hub model up to 2 GB of files.
 ENV HOME=/home/atlas \
     HF_HOME=/home/atlas/.cache/huggingface \

@@ -1,5 +1,5 @@
 """Mean piece probability of in-domain and out-of-domain sentences, for the app's "probably outside
-what the model knows" note (atlas_ui.settings.LOW_CONFIDENCE).
+what the model knows" note (atlas_ui.server.settings.LOW_CONFIDENCE).
 
     python benchmarks/bench_confidence.py [--threshold 0.35]
 

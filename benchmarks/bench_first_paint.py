@@ -5,7 +5,7 @@
 
 Issue 14 ("a room full of people"), as one visitor sees it. One Chromium, two servers started
 side by side with the same settings: the app (`streamlit run app.py`, which serves app.py's st.App:
-its page imports plotly.js while it boots, atlas_ui/asgi.py) and serving/hello_app.py (st.title and one
+its page imports plotly.js while it boots, atlas_ui/server/asgi.py) and serving/hello_app.py (st.title and one
 small plotly heatmap; no torch; a plain Streamlit page). Both are warmed with one full page load first.
 
 First paint: each load is a fresh tab in a new browser context (no HTTP cache, a new session),
@@ -27,7 +27,7 @@ notRunning), noted by the page at the animation frame it first holds. Goal: medi
 when the server's run started and finished as the page saw it, when the chart element appeared
 and when plotly.js drew into it: where the time goes.
 
-The app's server turns Nagle's algorithm off on its connections (atlas_ui/server_process.py); hello,
+The app's server turns Nagle's algorithm off on its connections (atlas_ui/server/server_process.py); hello,
 a plain Streamlit page, keeps Streamlit's default, where every keep-alive answer's body waits ~40 ms
 for a delayed ACK. That is part of the app's lead over a plain page: with hello given the same fix
 (one run, 2026-11-25) the app was at 1.14-1.20x instead of 1.04-1.13x.

@@ -23,7 +23,7 @@ import sacrebleu
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from atlas_ui.settings import LOW_CONFIDENCE  # noqa: E402
+from atlas_ui.server.settings import LOW_CONFIDENCE  # noqa: E402
 from transformer import Translator  # noqa: E402
 
 EXAMPLES = REPO / "pretrained" / "examples.tsv"

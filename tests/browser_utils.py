@@ -57,7 +57,7 @@ def wait_for_plot(page, predicate_js: str, index: int = 0, timeout: float = 120_
 # A run requested by an action has ended when the server finished the run that started after the
 # last request, React has committed since that message arrived, the root says notRunning, and no
 # element is still a placeholder (stSkeleton) while its widget's script loads: a new tab imports
-# plotly.js first (atlas_ui/asgi.py), so its chart can be drawn before its widgets are.
+# plotly.js first (atlas_ui/server/asgi.py), so its chart can be drawn before its widgets are.
 RUN_TRACKER_JS = """(() => {
   if (window.__atlasRuns) return;
   const runs = window.__atlasRuns = {sent: 0, startedFor: 0, finishedFor: 0, finished: 0,

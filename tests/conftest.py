@@ -153,8 +153,8 @@ def tiny_dir(tiny, tmp_path_factory):
 def translator():
     """The app's default model (pretrained/en-de, or the first in $ATLAS_MODELS_DIR), loaded once
     per module, so that what one module does to it no other module sees."""
-    from atlas_ui.catalogue import find_models
-    from atlas_ui.settings import DEFAULT_MODEL, models_dir
+    from atlas_ui.runs.catalogue import find_models
+    from atlas_ui.server.settings import DEFAULT_MODEL, models_dir
     from transformer import Translator
     models = find_models(str(models_dir()))
     return Translator.load(models[DEFAULT_MODEL if DEFAULT_MODEL in models else next(iter(models))], device="cpu")

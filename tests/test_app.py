@@ -18,8 +18,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from atlas_ui.catalogue import find_models
-from atlas_ui.settings import DEFAULT_MODEL, MAX_CHARS, models_dir
+from atlas_ui.runs.catalogue import find_models
+from atlas_ui.server.settings import DEFAULT_MODEL, MAX_CHARS, models_dir
 from atlas_ui.views import VIEWS
 
 APP = str(ROOT / "app.py")
@@ -86,7 +86,7 @@ def test_default_run_shows_translated_example(translator):
     at.run()
     check_clean(at, "default run")
     text = at.text_area(key="text").value
-    from atlas_ui.main import examples_for
+    from atlas_ui.page.main import examples_for
     assert text == examples_for(models_dir(), "en", "de")[0]["en"], "the app opens with the first example"
     out = translator.translate(text, beam_size=1)
     # the translation, shown as plain text, and the probability-shaded pieces
@@ -286,14 +286,14 @@ def test_url_state_is_read_and_validated():
 
 
 def test_card_scores_tolerate_missing_keys():
-    from atlas_ui.inputs import card_scores
+    from atlas_ui.page.inputs import card_scores
     assert card_scores({}).shape == (4, 3)
     table = card_scores({"scores": {"val": {"greedy": {"bleu": 30.5}}, "test_2016_flickr": "oops"}})
     assert table.loc[0, "BLEU"] == 30.5 and table["chrF"].isna().all()
 
 
 def test_escape_md_makes_markup_literal():
-    from atlas_ui.common import escape_md
+    from atlas_ui.page.common import escape_md
     out = escape_md("<b>x</b> **y** [z](http://e) :red[w] $m$ \x00")
     assert out == r"\<b\>x\<\/b\> \*\*y\*\* \[z\]\(http\:\/\/e\) \:red\[w\] \$m\$ " + "\ufffd"
 
@@ -320,8 +320,8 @@ def test_model_picker_and_a_broken_model(tmp_path, monkeypatch):
 
 
 def test_examples_file_and_its_fallback(tmp_path):
-    from atlas_ui.catalogue import load_examples
-    from atlas_ui.settings import FALLBACK_EXAMPLES
+    from atlas_ui.runs.catalogue import load_examples
+    from atlas_ui.server.settings import FALLBACK_EXAMPLES
     path = tmp_path / "examples.tsv"
     path.write_text('en\tde\tshows\nHi "there" <b>.\tHallo.\tquotes\n\n', encoding="utf-8")
     rows = load_examples((str(tmp_path / "missing.tsv"), str(path)), FALLBACK_EXAMPLES, ("t1",))

@@ -20,7 +20,7 @@ SUMMARY = re.compile(r'<span class="aa-diagnosis"[^>]*>([^<]*)</span>')
 
 @pytest.fixture(scope="module")
 def translator():
-    from atlas_ui.settings import DEFAULT_MODEL
+    from atlas_ui.server.settings import DEFAULT_MODEL
     from transformer import Translator
     name = DEFAULT_MODEL if DEFAULT_MODEL in MODELS else next(iter(MODELS))
     return Translator.load(MODELS[name], device="cpu")
@@ -28,8 +28,8 @@ def translator():
 
 @pytest.fixture(scope="module")
 def rows(translator):
-    from atlas_ui.main import examples_for
-    from atlas_ui.settings import models_dir
+    from atlas_ui.page.main import examples_for
+    from atlas_ui.server.settings import models_dir
     src, tgt = translator.source_lang, translator.target_lang
     found = [row for row in examples_for(models_dir(), src, tgt) if row.get(src) and row.get(tgt)]
     if len(found) < 2:
@@ -141,7 +141,7 @@ def test_one_piece_sentences_and_translations_never_crash(params):
 
 
 def test_a_signal_the_family_cannot_give_is_named_and_the_others_shown():
-    from atlas_ui.backend_diagnosis import missing_note, to_findings
+    from atlas_ui.runs.diagnosis import missing_note, to_findings
     from transformer.diagnosis.scores import Diagnosis
     dg = Diagnosis(0.2, np.array([0.1, 0.7], np.float32), np.array([0.3, 0.1, 0.0], np.float32), [],
                    signals={"log_p": np.array([-0.1, -2.0]), "pmi": np.array([1.0, 0.1])}, missing=["deletion_drop"])
@@ -183,7 +183,7 @@ CASES = [("en-de", "A man is riding a bike.", "Ein Mann fährt."),
 
 @pytest.mark.parametrize("name, text, ref", CASES)
 def test_issue_30_sentences_read_in_the_app_as_in_the_api(name, text, ref):
-    from atlas_ui.settings import LOW_CONFIDENCE
+    from atlas_ui.server.settings import LOW_CONFIDENCE
     from transformer import Translator
     from viz.diagnosis import diagnosis_summary
     model = name

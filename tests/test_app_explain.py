@@ -152,7 +152,7 @@ def test_head_importance_marks_overview_and_summary():
     at = started("Overview", kind="cross")
     overview = titled(at, "every layer × every head")[0]
     shapes = overview["layout"].get("shapes") or []
-    from atlas_ui.settings import IMPORTANT_HEADS
+    from atlas_ui.server.settings import IMPORTANT_HEADS
     assert len(shapes) == IMPORTANT_HEADS
     # each outline is centred on a tile centre, where the clickable marker names its head
     markers = overview["data"][1]
@@ -207,7 +207,7 @@ def test_t5_is_explained_like_the_others(hf_dirs, tmp_path, monkeypatch):
     view's methods; an unknown family would still be named as unsupported."""
     from types import SimpleNamespace
 
-    from atlas_ui.backend_explain import explain_unavailable
+    from atlas_ui.runs.explain import explain_unavailable
     from transformer import Translator
     folder = tmp_path / "models"
     folder.mkdir()

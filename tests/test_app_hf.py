@@ -43,8 +43,8 @@ def test_sessions_opening_different_models_at_once_all_get_them(hf_models, loade
     code = f"""
 import json, sys, threading
 sys.path.insert(0, {str(ROOT)!r})
-from atlas_ui.backend import get_translator
-from atlas_ui.catalogue import ModelRef, language_options
+from atlas_ui.runs.translation import get_translator
+from atlas_ui.runs.catalogue import ModelRef, language_options
 from transformer import Translator
 paths = [{str(hf_models / "marian")!r}, {str(hf_models / "nllb")!r}, {str(hf_models / "t5")!r}]
 start, errors, families, codes = threading.Barrier(4), [], [], []
@@ -92,7 +92,7 @@ def test_first_uses_of_transformers_from_many_threads_on_a_busy_machine(hf_model
 import json, sys, threading
 from pathlib import Path
 sys.path.insert(0, {str(ROOT)!r})
-from atlas_ui.catalogue import language_options
+from atlas_ui.runs.catalogue import language_options
 import transformer.hf as hf
 from transformer import Translator
 from transformer.hf.load import _offline, read_config
@@ -220,9 +220,9 @@ def test_at_most_a_few_models_stay_loaded(tiny_dir, tmp_path):
     import gc
     import weakref
 
-    from atlas_ui.backend import get_translator
-    from atlas_ui.catalogue import ModelRef
-    from atlas_ui.settings import MAX_LOADED_MODELS
+    from atlas_ui.runs.translation import get_translator
+    from atlas_ui.runs.catalogue import ModelRef
+    from atlas_ui.server.settings import MAX_LOADED_MODELS
     get_translator.clear()
     alive = []
     for index in range(MAX_LOADED_MODELS + 2):

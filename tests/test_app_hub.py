@@ -10,9 +10,9 @@ import shutil
 
 import pytest
 
-from atlas_ui import hub_policy
-from atlas_ui.common import escape_md
-from atlas_ui.hub_policy import GB, NOT_A_MODEL_MESSAGE, OFF_MESSAGE, read_policy
+from atlas_ui.server import hub_policy
+from atlas_ui.page.common import escape_md
+from atlas_ui.server.hub_policy import GB, NOT_A_MODEL_MESSAGE, OFF_MESSAGE, read_policy
 from test_app import new_app
 from test_hub_policy import info, not_found
 
@@ -39,7 +39,7 @@ def server(tiny_dir, tmp_path, monkeypatch):
 
     import huggingface_hub
     from transformer import Translator
-    from atlas_ui.backend import get_translator
+    from atlas_ui.runs.translation import get_translator
     calls = {"load": [], "model_info": [], "snapshot_download": []}
     original = Translator.load
 

@@ -15,9 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from atlas_ui.catalogue import find_models
-from atlas_ui.sentences import MAX_SENTENCES, split_input, split_sentences
-from atlas_ui.settings import models_dir
+from atlas_ui.runs.catalogue import find_models
+from atlas_ui.page.sentences import MAX_SENTENCES, split_input, split_sentences
+from atlas_ui.server.settings import models_dir
 
 APP = str(ROOT / "app.py")
 MODELS = find_models(str(models_dir()))

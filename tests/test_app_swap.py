@@ -82,7 +82,7 @@ def test_swap_a_word_for_a_neighbour(translator):
 
 
 def test_bad_edits_get_messages(monkeypatch):
-    from atlas_ui.settings import MAX_CHARS
+    from atlas_ui.server.settings import MAX_CHARS
     from atlas_ui.views import compare
     at = compare_app(edited="a " * (MAX_CHARS // 2 + 10))
     assert any(f"{MAX_CHARS} allowed" in w.value for w in at.warning)

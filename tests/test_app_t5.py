@@ -81,7 +81,7 @@ def test_the_app_says_a_t5_has_no_translation_task(t5_models, monkeypatch):
 def test_a_failing_explanation_is_tried_once_per_translation(monkeypatch):
     """explain=True failing (here: made to fail) falls back to raw weights, and later runs of the
     same translation use the remembered failure instead of trying again."""
-    import atlas_ui.backend as backend
+    import atlas_ui.runs.translation as backend
 
     real, explained_calls = backend.translate, []
 

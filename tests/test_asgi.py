@@ -1,4 +1,4 @@
-"""atlas_ui/asgi.py: the page's HTML imports the chart library at once; nothing else changes.
+"""atlas_ui/server/asgi.py: the page's HTML imports the chart library at once; nothing else changes.
 
 The middleware is driven here as ASGI (a fake app and a recording `send`); the served page and
 the browser side (one download, started before the websocket) are in tests/test_serving.py and
@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import streamlit
 
-from atlas_ui import asgi
-from atlas_ui.asgi import MAX_HTML_BYTES, EarlyChartLibrary, chart_chunk, early_import_script, with_early_import
+from atlas_ui.server import asgi
+from atlas_ui.server.asgi import MAX_HTML_BYTES, EarlyChartLibrary, chart_chunk, early_import_script, with_early_import
 from browser_utils import drive
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -133,7 +133,7 @@ def test_app_py_is_the_servers_application_when_imported_and_the_page_in_a_scrip
     the middleware; in a fresh interpreter, since an st.App pins process-wide config."""
     code = ("import runpy, sys, streamlit as st; ns = runpy.run_path('app.py'); app = ns['app']; "
             "print(type(app).__name__, [m.cls.__name__ for m in app._user_middleware], "
-            "all(name in sys.modules for name in ('atlas_ui.main', 'transformer.hf.load', 'transformer.explain.faithfulness', "
+            "all(name in sys.modules for name in ('atlas_ui.page.main', 'transformer.hf.load', 'transformer.explain.faithfulness', "
             "'transformers.models.t5.modeling_t5', 'transformers.models.marian.tokenization_marian')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})

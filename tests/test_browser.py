@@ -36,7 +36,7 @@ def test_page_loads_with_heatmap_and_screenshot(page, screenshots):
 
 
 def test_the_chart_library_is_fetched_once_and_before_the_websocket_opens(page):
-    """atlas_ui/asgi.py: the page's HTML imports plotly.js while the page boots; Streamlit's own
+    """atlas_ui/server/asgi.py: the page's HTML imports plotly.js while the page boots; Streamlit's own
     lazy import later is the same module (one download, one evaluation)."""
     loads = page.evaluate("""() => ({socket: window.__atlasRuns.socketCreated,
         chunks: performance.getEntriesByType('resource').filter(e => /\\/PlotlyChart\\.[\\w-]+\\.js$/.test(e.name))

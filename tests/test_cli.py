@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from atlas_ui.asgi import chart_chunk, early_import_script
-from atlas_ui.cli import APP, build_command
+from atlas_ui.server.asgi import chart_chunk, early_import_script
+from atlas_ui.server.cli import APP, build_command
 from serving.servers import free_port, stop_server, wait_healthy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,24 +37,32 @@ def test_a_bad_model_argument_is_named(bad, capsys):
 
 def test_pyproject_pins_match_requirements():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert project["scripts"]["attention-atlas"] == "atlas_ui.cli:main"
+    assert project["scripts"]["attention-atlas"] == "atlas_ui.server.cli:main"
     wanted = {line.strip() for line in (ROOT / "requirements.txt").read_text().splitlines()
               if line.strip() and not line.startswith("#") and not re.match(r"(pytest|playwright)\b", line)}
     assert set(project["dependencies"]) == wanted
+
+
+def test_every_package_of_the_app_is_installed():
+    """pip install . ships the packages pyproject.toml lists: each folder with an __init__.py."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(init.parent.relative_to(ROOT).parts) for top in ("transformer", "viz", "atlas_ui")
+             for init in (ROOT / top).rglob("__init__.py")}
+    assert found == listed
 
 
 def test_the_command_starts_the_app_with_the_model_first(tiny_dir, tmp_path):
     from streamlit.testing.v1 import AppTest
     port = free_port()
     log = open(tmp_path / "cli.log", "wb")
-    process = subprocess.Popen([sys.executable, "-m", "atlas_ui.cli", str(tiny_dir), "--port", str(port), "--",
+    process = subprocess.Popen([sys.executable, "-m", "atlas_ui.server.cli", str(tiny_dir), "--port", str(port), "--",
                                 "--server.address", "127.0.0.1"], cwd=tmp_path, stdout=log,
                                stderr=subprocess.STDOUT, start_new_session=True,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
         wait_healthy(f"http://127.0.0.1:{port}", process, timeout=90)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as response:
-            page = response.read()                # served by streamlit_app.py's st.App (atlas_ui/asgi.py)
+            page = response.read()                # served by streamlit_app.py's st.App (atlas_ui/server/asgi.py)
         assert early_import_script(chart_chunk()) in page
     finally:
         stop_server(process)

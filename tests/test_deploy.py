@@ -190,7 +190,7 @@ def env_value(name: str) -> str | None:
 def test_the_image_opens_no_path_and_only_a_short_list_of_small_hub_models():
     """A public server: the hub-id field's default in the image is an allow-list (or off), never
     `any` and never unset (unset means any, a developer's default); the Space notes say the same."""
-    from atlas_ui.hub_policy import read_policy
+    from atlas_ui.server.hub_policy import read_policy
     setting = env_value("ATLAS_HUB")
     assert setting, "the Dockerfile sets no ATLAS_HUB: the image would open any hub model"
     policy = read_policy({"ATLAS_HUB": setting})

@@ -18,7 +18,8 @@ PRIVATE = re.compile(r"\.(?:_gates|_target_ids|_plan|_encode|_trace)\(|\b(?:_cap
 def _python_files():
     for path in sorted(REPO.rglob("*.py")):
         relative = path.relative_to(REPO)
-        if any(part.startswith(".") or part in ("runs", "__pycache__") for part in relative.parts):
+        # runs/ at the top is git-ignored scratch; atlas_ui/runs/ is the app's and is checked
+        if relative.parts[0] == "runs" or any(part.startswith(".") or part == "__pycache__" for part in relative.parts):
             continue
         yield relative.as_posix(), path.read_text(encoding="utf-8")
 

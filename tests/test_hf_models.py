@@ -343,7 +343,7 @@ PACKAGES = ("transformers", "huggingface_hub", "tokenizers", "sacremoses", "sent
 def loaded():
     return {{name for name in sys.modules if name.split(".")[0] in PACKAGES}}
 before = loaded()
-from atlas_ui.catalogue import language_options
+from atlas_ui.runs.catalogue import language_options
 from transformer import Translator
 dirs, languages = {dirs!r}, {LANGUAGES!r}
 for name, path in dirs.items():

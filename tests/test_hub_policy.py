@@ -1,4 +1,4 @@
-"""atlas_ui/hub_policy.py: what the sidebar's hub-id field and a share link's `hub=` may open.
+"""atlas_ui/server/hub_policy.py: what the sidebar's hub-id field and a share link's `hub=` may open.
 
 Offline: the hub is monkeypatched (huggingface_hub.HfApi.model_info and snapshot_download), and
 every test checks that a refused text touched neither the hub nor the loader."""
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from atlas_ui import hub_policy
-from atlas_ui.hub_policy import (GB, NOT_A_MODEL_MESSAGE, OFF_MESSAGE, HubPolicy, HubRefused, download_size,
+from atlas_ui.server import hub_policy
+from atlas_ui.server.hub_policy import (GB, NOT_A_MODEL_MESSAGE, OFF_MESSAGE, HubPolicy, HubRefused, download_size,
                                  hub_name, is_hub_id, open_hub, read_policy)
 
 ALLOWED = "Helsinki-NLP/opus-mt-en-de"
@@ -246,7 +246,7 @@ def test_offline_a_cached_model_opens_but_the_cap_still_holds(monkeypatch, hub, 
 
 
 def test_the_command_line_sets_the_policy_and_rejects_a_bad_one(capsys):
-    from atlas_ui.cli import build_command
+    from atlas_ui.server.cli import build_command
     _, env = build_command(["--hub", f"allow:{ALLOWED}", "--hub-max-gb", "1.5"], environ={})
     assert env["ATLAS_HUB"] == f"allow:{ALLOWED}" and env["ATLAS_HUB_MAX_GB"] == "1.5"
     assert read_policy(env) == HubPolicy("allow", (ALLOWED,), int(1.5 * GB))

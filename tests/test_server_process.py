@@ -1,4 +1,4 @@
-"""The server process caps glibc's malloc arenas (atlas_ui/server_process.py): one arena per
+"""The server process caps glibc's malloc arenas (atlas_ui/server/server_process.py): one arena per
 session thread let a long-lived server's memory creep up with every session it served."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from atlas_ui import server_process
+from atlas_ui.server import server_process
 
 ROOT = Path(__file__).resolve().parents[1]
 GLIBC = sys.platform.startswith("linux") and os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc")
@@ -20,7 +20,7 @@ GLIBC = sys.platform.startswith("linux") and os.confstr("CS_GNU_LIBC_VERSION").s
 COUNT_ARENAS = """
 import ctypes, ctypes.util, sys, threading, tempfile, os
 sys.path.insert(0, {root!r})
-from atlas_ui.server_process import limit_malloc_arenas
+from atlas_ui.server.server_process import limit_malloc_arenas
 print(limit_malloc_arenas() if sys.argv[1] == "limit" else "unlimited")
 barrier = threading.Barrier(8)
 def work():

@@ -12,7 +12,7 @@ from urllib.parse import urlencode
 import pytest
 import streamlit
 
-from atlas_ui.asgi import chart_chunk, early_import_script
+from atlas_ui.server.asgi import chart_chunk, early_import_script
 from browser_utils import REQUIRED, drive
 from serving.client import bad_input_crowd, crowd, open_link
 from serving.proxy import ROUTE_COOKIE, ProxiedApp, nginx_config
@@ -41,7 +41,7 @@ def test_a_session_gets_the_links_chart_over_the_websocket(app):
 
 
 def test_the_served_page_imports_the_chart_library_at_once(app):
-    """`streamlit run app.py` serves app.py's st.App: its pages carry atlas_ui/asgi.py's import,
+    """`streamlit run app.py` serves app.py's st.App: its pages carry atlas_ui/server/asgi.py's import,
     after Streamlit's index script; the script files themselves are served as they are."""
     script = early_import_script(chart_chunk())
     for path in ("/", "/?" + urlencode(LINK)):

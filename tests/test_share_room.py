@@ -6,7 +6,7 @@ import base64
 
 import segno
 
-from atlas_ui.share import qr_svg
+from atlas_ui.page.share import qr_svg
 from test_app import check_clean, new_app, share_link
 
 

@@ -1,9 +1,9 @@
-"""atlas_ui/warm.py: what the process holds, weakly, so the page skips progress widgets only when
+"""atlas_ui/runs/warm.py: what the process holds, weakly, so the page skips progress widgets only when
 there is truly nothing to wait for."""
 import gc
 
-from atlas_ui.backend import translate
-from atlas_ui.warm import hold, holds, model_key, translation_key
+from atlas_ui.runs.translation import translate
+from atlas_ui.runs.warm import hold, holds, model_key, translation_key
 
 
 class Thing:
@@ -29,8 +29,8 @@ def test_translation_keys_name_every_argument():
 
 
 def test_a_translation_is_held_under_its_key_while_cached():
-    from atlas_ui.backend import get_translator
-    from atlas_ui.catalogue import ModelRef
+    from atlas_ui.runs.translation import get_translator
+    from atlas_ui.runs.catalogue import ModelRef
     ref = ModelRef("pretrained/en-de")
     get_translator(ref, "cpu")
     assert holds(model_key(ref, "cpu"))
@@ -42,7 +42,7 @@ def test_a_translation_is_held_under_its_key_while_cached():
 
 def test_the_share_link_cannot_be_reshaped_by_the_page_path():
     from urllib.parse import parse_qs, urlparse
-    from atlas_ui.share import markdown_safe_url, share_url
+    from atlas_ui.page.share import markdown_safe_url, share_url
     crafted = "http://host/x)[Sign in](https://evil.example/"
     url = markdown_safe_url(share_url(crafted, {"sentence": "A (big) [dog] <b>`x`</b>\nrun", "view": "Heatmap"}))
     assert not set("()[]<> `\n\\") & set(url)          # nothing that ends or starts a Markdown link
@@ -57,7 +57,7 @@ def test_a_shared_figure_sends_the_json_plotly_makes_for_it():
     import plotly.io
     import plotly.tools
 
-    from atlas_ui.figures import FigureCache, SharedFigure
+    from atlas_ui.page.figures import FigureCache, SharedFigure
     from viz import overview_figure, presenter_figure
 
     weights = np.random.default_rng(0).random((2, 3, 4, 5)).astype(np.float32)         # (L, H, Q, K)
@@ -80,7 +80,7 @@ def test_a_crowd_asking_for_one_figure_builds_it_once():
 
     import plotly.graph_objects as go
 
-    from atlas_ui.figures import FigureCache
+    from atlas_ui.page.figures import FigureCache
 
     cache, builds, start = FigureCache(4), [], threading.Barrier(8)
 
@@ -103,9 +103,9 @@ def test_a_crowd_asking_for_one_figure_builds_it_once():
 
 
 def test_head_statistics_are_worked_out_once_per_translation():
-    from atlas_ui.backend import get_translator
-    from atlas_ui.catalogue import ModelRef
-    from atlas_ui.result import kind_statistics
+    from atlas_ui.runs.translation import get_translator
+    from atlas_ui.runs.catalogue import ModelRef
+    from atlas_ui.runs.result import kind_statistics
     ref = ModelRef("pretrained/en-de")
     get_translator(ref, "cpu")
     result = translate(ref, "cpu", "A dog runs on the beach.", 1, None, 2)

@@ -162,7 +162,7 @@ def label_room(labels, size: float, title_size: float = 14) -> int:
 COLORBAR_AT_EDGE = dict(x=1.0, xpad=14)
 
 # px a view's main chart gets in a 1280x720 window; a chart in a column gets its share of it
-# (atlas_ui.common.column_width)
+# (atlas_ui.page.common.column_width)
 MAIN_WIDTH = 1120
 
 

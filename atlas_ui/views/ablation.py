@@ -5,9 +5,9 @@ import streamlit as st
 
 from viz.ablation import changed_count, diff_html, probability_change_figure, probability_change_table
 
-from .. import state
-from ..common import chart, escape_md, n_heads, n_layers, shared_figure, shared_table
-from ..settings import KIND_LABELS, KINDS
+from ..page import state
+from ..page.common import chart, escape_md, n_heads, n_layers, shared_figure, shared_table
+from ..server.settings import KIND_LABELS, KINDS
 from .base import View, ViewContext
 
 

@@ -11,15 +11,15 @@ from typing import Callable
 import plotly.graph_objects as go
 import streamlit as st
 
-from .. import branch
-from ..backend import example_statistics, get_translator, translate
-from ..backend_branch import translate_prefix
-from ..backend_explain import attribution, attribution_average
-from ..catalogue import ModelRef
-from ..common import Display
-from ..result import Result
-from ..settings import MAX_CHARS, max_concurrent
-from ..warm import held, hold, translation_key
+from ..page import branch
+from ..runs.translation import example_statistics, get_translator, translate
+from ..runs.branch import translate_prefix
+from ..runs.explain import attribution, attribution_average
+from ..runs.catalogue import ModelRef
+from ..page.common import Display
+from ..runs.result import Result
+from ..server.settings import MAX_CHARS, max_concurrent
+from ..runs.warm import held, hold, translation_key
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class ViewContext:
     @property
     def branch_prefix(self) -> tuple:
         """The forced pieces of the what-if branch on screen; () when the run on screen is the
-        original (atlas_ui/branch.py: the page's Original / Branch switch)."""
+        original (atlas_ui/page/branch.py: the page's Original / Branch switch)."""
         run = branch.current()
         if run is None or not run.on_branch or run.branch is not self.result:
             return ()

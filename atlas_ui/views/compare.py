@@ -11,11 +11,11 @@ from viz.compare import changed_table, swap_map_figure, swap_pieces_figure
 from viz import is_special
 from viz.words import word_spans
 
-from .. import state
-from ..backend_compare import pair_runs, swapped_text, word_neighbours
-from ..common import (as_arrow, chart, column_width, escape_md, n_heads, n_layers, norm_caption, norm_switch,
+from ..page import state
+from ..runs.compare import pair_runs, swapped_text, word_neighbours
+from ..page.common import (as_arrow, chart, column_width, escape_md, n_heads, n_layers, norm_caption, norm_switch,
                       shared_figure)
-from ..settings import KIND_LABELS, KINDS, MAX_CHARS, MAX_COMPARE_HEADS, max_concurrent
+from ..server.settings import KIND_LABELS, KINDS, MAX_CHARS, MAX_COMPARE_HEADS, max_concurrent
 from .base import View, ViewContext
 from .shared import head_heatmap
 

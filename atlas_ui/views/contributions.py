@@ -9,8 +9,8 @@ from viz import contribution_figure, merge_keys, source_share_figure
 
 from viz.branch import contrast_figure
 
-from ..backend_branch import contrast
-from ..common import chart, escape_md, shared_figure
+from ..runs.branch import contrast
+from ..page.common import chart, escape_md, shared_figure
 
 
 def source_share_bar(result, display) -> None:

@@ -12,10 +12,10 @@ from viz import token_probability_html
 from viz.diagnosis import (EVIDENCE_HELP, diagnosis_figure, diagnosis_selection, diagnosis_summary, source_strip_html,
                            words_of)
 
-from .. import state
-from ..backend_diagnosis import DiagnosisFailed, Findings, diagnosis_for, missing_note
-from ..common import chart, escape_md, shared_figure
-from ..settings import LOW_CONFIDENCE
+from ..page import state
+from ..runs.diagnosis import DiagnosisFailed, Findings, diagnosis_for, missing_note
+from ..page.common import chart, escape_md, shared_figure
+from ..server.settings import LOW_CONFIDENCE
 from .base import View, ViewContext
 
 STEPS_VIEW = "Decoding steps"

@@ -8,9 +8,9 @@ import streamlit as st
 
 from viz.stats import STAT_COLUMNS, STAT_TITLES
 
-from .. import state
-from ..common import PRESENTER_MAX_HEIGHT, as_arrow, chart, column_width, n_heads, n_layers, pick_kind
-from ..result import kind_statistics
+from ..page import state
+from ..page.common import PRESENTER_MAX_HEIGHT, as_arrow, chart, column_width, n_heads, n_layers, pick_kind
+from ..runs.result import kind_statistics
 from .base import View, ViewContext
 from .importance import importance_rows, importance_section, load_importance
 from .shared import focus_on, focus_panel, on_tile_pick

@@ -5,9 +5,9 @@ import streamlit as st
 
 from viz import head_grid_figure
 
-from ..common import (norm_caption, norm_switch, pick_kind, pick_layer, shared_figure, value_options,
+from ..page.common import (norm_caption, norm_switch, pick_kind, pick_layer, shared_figure, value_options,
                       weights_for)
-from ..settings import KIND_LABELS
+from ..server.settings import KIND_LABELS
 from .base import View, ViewContext
 from .shared import clickable_tiles
 

@@ -5,8 +5,8 @@ import streamlit as st
 
 from viz import overview_figure
 
-from ..common import norm_caption, norm_switch, pick_kind, shared_figure, value_options, weights_for
-from ..settings import KIND_LABELS
+from ..page.common import norm_caption, norm_switch, pick_kind, shared_figure, value_options, weights_for
+from ..server.settings import KIND_LABELS
 from .base import View, ViewContext
 from .importance import load_importance
 from .shared import clickable_tiles

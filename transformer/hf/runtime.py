@@ -8,7 +8,7 @@ So nothing in `transformer/` imports `transformers` anywhere but through `runtim
 call imports, while holding a lock, the auto classes, generation and cache helpers, and the
 configuration, modeling and tokenization modules of every supported family, with each public
 name resolved; later calls return at once and no later path imports a transformers module
-(tests/test_hf_runtime.py checks both). The app calls it at server start (atlas_ui/asgi.py).
+(tests/test_hf_runtime.py checks both). The app calls it at server start (atlas_ui/server/asgi.py).
 """
 from __future__ import annotations
 

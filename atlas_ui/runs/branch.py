@@ -7,10 +7,10 @@ import streamlit as st
 
 from transformer.explain.contrastive import contrastive_saliency
 
-from .backend import get_translator, translation_slots
+from .translation import get_translator, translation_slots
 from .catalogue import ModelRef
 from .result import Result, to_result
-from .settings import TOP_K
+from ..server.settings import TOP_K
 from .warm import hold, translation_key
 
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 import streamlit as st
 
 from . import state
-from .backend import translate
+from ..runs.translation import translate
 from .common import escape_md
-from .settings import MAX_CHARS, max_concurrent
-from .warm import holds, translation_key
+from ..server.settings import MAX_CHARS, max_concurrent
+from ..runs.warm import holds, translation_key
 
 MAX_SENTENCES = 8            # sentences translated from one text; a paragraph more is cut with a message
 SENTENCE_KEY = "sentence_index"        # session key: the sentence the views show, 0-based

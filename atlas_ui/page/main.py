@@ -9,21 +9,21 @@ from dataclasses import replace
 import streamlit as st
 
 from . import branch, sentences, state
-from .backend import ExplainFailed, configure_torch, get_translator, translate, translate_explained
-from .backend_diagnosis import PageDiagnosis
-from .backend_explain import explain_unavailable
-from .catalogue import ModelRef, file_stamps, find_models, load_examples, model_languages
+from ..runs.translation import ExplainFailed, configure_torch, get_translator, translate, translate_explained
+from ..runs.diagnosis import PageDiagnosis
+from ..runs.explain import explain_unavailable
+from ..runs.catalogue import ModelRef, file_stamps, find_models, load_examples, model_languages
 from .common import Display, escape_md
-from .hub_policy import HubPolicy, HubRefused, open_hub, read_policy, resolved
+from ..server.hub_policy import HubPolicy, HubRefused, open_hub, read_policy, resolved
 from .landing import land
 from .inputs import input_area, language_note, language_picker, show_status, sidebar
-from .settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
+from ..server.settings import (DEFAULT_MODEL, DEFAULT_MODELS_DIR, EXAMPLES_FILE, FALLBACK_EXAMPLES, LOW_CONFIDENCE, MAX_CHARS,
                        extra_models, max_concurrent, models_dir, real_model_hint, torch_threads)
 from .share import PRESENTER_CSS, PRESENTER_SHARE_OPEN, export_buttons, file_stem, presenter_share, share_box
-from .views import URL_FIELDS, VIEWS, ViewContext
-from .views.contributions import source_share_bar
-from .views.diagnosis import translation_strip
-from .warm import holds, model_key, translation_key
+from ..views import URL_FIELDS, VIEWS, ViewContext
+from ..views.contributions import source_share_bar
+from ..views.diagnosis import translation_strip
+from ..runs.warm import holds, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")
 # Constants only (no user text). The picture first: less padding and smaller gaps above the chart,
@@ -200,7 +200,7 @@ def model_note(translator, result) -> None:
 def chosen_model(models: dict, model: str, hub_text: str, policy: HubPolicy) -> tuple[str, str]:
     """(name, path) of what to load: the model picked in the list, or the hub model that the hub-id
     field (or a share link's `hub=`) names, when the operator's policy opens it (ATLAS_HUB,
-    atlas_ui/hub_policy.py). The text itself never reaches the loader, only the directory the hub
+    atlas_ui/server/hub_policy.py). The text itself never reaches the loader, only the directory the hub
     cache gives for it. A refusal is one message that names no file, and the picked model opens."""
     if not hub_text:
         return model, models[model]

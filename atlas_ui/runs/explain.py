@@ -20,7 +20,7 @@ from transformer.explain.explanation import method_scores
 from transformer.explain.model_view import EXPLAIN_FAMILIES
 from transformer.explain.faithfulness import perturbation_summary, perturbation_test, rank_correlations
 
-from .backend import get_translator, translation_slots
+from .translation import get_translator, translation_slots
 from .catalogue import file_stamps
 from .result import read_only
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MODELS_DIR = ROOT / "pretrained"
 DEFAULT_MODEL = "en-de"
 EXAMPLES_FILE = "examples.tsv"

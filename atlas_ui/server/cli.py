@@ -4,7 +4,7 @@ MODEL is a model directory (ours, or a Hugging Face `save_pretrained` one) or a 
 id (downloaded on first use, so online only). The names reach the app in $ATLAS_MODELS; the first
 one is opened. Models named here are the operator's choice and always open; what the sidebar's
 hub-id field (and a share link's `hub=`) may open is set by --hub (ATLAS_HUB: off, allow:<id>,<id>
-or any, with --hub-max-gb as the cap for any; atlas_ui/hub_policy.py). The server settings of .streamlit/config.toml are passed as flags, since an
+or any, with --hub-max-gb as the cap for any; atlas_ui/server/hub_policy.py). The server settings of .streamlit/config.toml are passed as flags, since an
 installed command runs from any folder.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-from atlas_ui.hub_policy import DEFAULT_MAX_GB, read_policy
+from atlas_ui.server.hub_policy import DEFAULT_MAX_GB, read_policy
 
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*$")      # owner/name
 APP = Path(__file__).resolve().parent / "streamlit_app.py"

@@ -15,7 +15,7 @@ from viz.words import merge_attention
 
 from . import state
 from .figures import figure_cache
-from .settings import FIGURE_CACHE_ENTRIES, KIND_LABELS, KINDS
+from ..server.settings import FIGURE_CACHE_ENTRIES, KIND_LABELS, KINDS
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")     # every ASCII punctuation character
 

@@ -11,7 +11,7 @@ import streamlit as st
 from viz import top_heads
 
 from . import state
-from .backend_explain import head_importance
+from ..runs.explain import head_importance
 
 LANDED = "_landed"             # session key: the first screen was chosen once
 

@@ -5,9 +5,9 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 if get_script_run_ctx(suppress_warning=True) is None:     # imported by the server: the application
-    from atlas_ui.asgi import import_page_modules, page_middleware
+    from atlas_ui.server.asgi import import_page_modules, page_middleware
     import_page_modules()
     app = st.App(__file__, middleware=page_middleware())
 else:                                                       # a session's script run: the page
-    from atlas_ui.main import run
+    from atlas_ui.page.main import run
     run()

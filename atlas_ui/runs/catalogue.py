@@ -13,7 +13,7 @@ from types import SimpleNamespace
 from transformer.hf.arch import language_codes, t5_tasks
 from transformer.hf.load import load_tokenizer, read_config
 
-from .settings import RESCAN_SECONDS
+from ..server.settings import RESCAN_SECONDS
 
 
 @dataclass(frozen=True)

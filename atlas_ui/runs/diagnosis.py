@@ -15,10 +15,10 @@ import streamlit as st
 
 from transformer.diagnosis.scores import Item, diagnose_items
 
-from .backend import get_translator, translation_slots
+from .translation import get_translator, translation_slots
 from .catalogue import ModelRef
 from .result import read_only
-from .settings import max_concurrent
+from ..server.settings import max_concurrent
 from .warm import held, hold
 
 LOG = logging.getLogger("atlas_ui")
@@ -80,7 +80,7 @@ class PageDiagnosis:
 
 def diagnosis_for(model: ModelRef, device: str, result) -> Findings | DiagnosisFailed:
     """The Findings of the Result on screen (same pieces, same ablated heads). A run that has them
-    already skips st.cache_resource's hashing of the arguments (atlas_ui/warm.py, issue 14)."""
+    already skips st.cache_resource's hashing of the arguments (atlas_ui/runs/warm.py, issue 14)."""
     key = ("diagnosis", result.key) if result.key else None
     found = held().get(key) if key else None
     if found is not None:

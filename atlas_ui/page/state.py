@@ -30,13 +30,13 @@ def parse_count(value: str) -> int:
 
 
 # URL parameter -> (session key, parser). `hub` is kept as text: what it may open is decided by the
-# operator's policy before anything is loaded (atlas_ui/hub_policy.py; never a path).
+# operator's policy before anything is loaded (atlas_ui/server/hub_policy.py; never a path).
 URL_FIELDS = {"model": ("model", str), "hub": ("hub_id", str), "src": ("source_lang", str),
               "tgt": ("target_lang", str), "sentence": ("text", str), "ref": ("reference", str),
               "beam": ("beam_size", int), "view": ("view", str), "kind": ("kind", str),
               "layer": ("layer", int), "head": ("head", int), "step": ("step", int),
               "words": ("words", parse_flag), "present": ("presenter", parse_flag), "norm": ("norm", parse_flag),
-              "branch": ("branch_link", str), "whatif": ("branch_whatif", str),     # atlas_ui/branch.py
+              "branch": ("branch_link", str), "whatif": ("branch_whatif", str),     # atlas_ui/page/branch.py
               # counted from 1, as the page shows them; read after `step` (0-based, links made before
               # step_no), so a link with both opens step_no's step
               "step_no": ("step", parse_count), "sentence_no": ("sentence_index", parse_count)}

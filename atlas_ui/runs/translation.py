@@ -18,7 +18,7 @@ from viz import average_statistics
 
 from .catalogue import ModelRef
 from .result import Result, kind_statistics, to_result
-from .settings import MAX_LOADED_MODELS, TOP_K
+from ..server.settings import MAX_LOADED_MODELS, TOP_K
 from .warm import held, hold, model_key, translation_key
 
 LOG = logging.getLogger("atlas_ui")

@@ -8,7 +8,7 @@ import numpy as np
 
 from viz import head_statistics
 
-from .figures import FigureCache
+from ..page.figures import FigureCache
 
 
 @dataclass(frozen=True)

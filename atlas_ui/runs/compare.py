@@ -7,8 +7,8 @@ import streamlit as st
 # at module level (see backend.py: two threads importing one package at once can deadlock)
 from transformer.analysis.neighbours import nearest_pieces, source_ids, source_side_ids, swap_word
 
-from .backend import ExplainFailed, get_translator, translate, translate_explained
-from .backend_explain import explain_unavailable
+from .translation import ExplainFailed, get_translator, translate, translate_explained
+from .explain import explain_unavailable
 from .catalogue import ModelRef
 from .result import Result
 

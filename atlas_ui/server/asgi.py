@@ -100,7 +100,7 @@ def import_page_modules() -> None:
     package and one of its submodules imported by two threads at once can deadlock in importlib;
     a crowd on a cold server did). The first visitor no longer waits for the imports either.
     `transformers` too, whose lazy names are not thread-safe (transformer/hf/runtime.py)."""
-    importlib.import_module("atlas_ui.main")
+    importlib.import_module("atlas_ui.page.main")
     importlib.import_module("transformer.hf.runtime").runtime()
     importlib.import_module("transformer.hf.engine")           # what Translator.load opens HF models with
 

@@ -16,10 +16,10 @@ import streamlit as st
 from viz.branch import branch_compare_html, branch_tree, parting_step, total_log_prob
 
 from . import state
-from .backend_branch import branch_key, translate_prefix
+from ..runs.branch import branch_key, translate_prefix
 from .common import escape_md, shared_figure
-from .settings import MAX_CHARS, max_concurrent
-from .warm import held
+from ..server.settings import MAX_CHARS, max_concurrent
+from ..runs.warm import held
 
 STATE = "branch_state"        # {"run": signature, "prefixes": [tuple], "current": int | None}
 RUN = "_branch_run"           # this run's Shown (set by shown(), read by the views and panel())

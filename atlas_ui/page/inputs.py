@@ -8,11 +8,11 @@ import streamlit as st
 from transformer.language import PROFILED, normalize_code
 
 from . import state
-from .backend import available_devices
-from .catalogue import language_options, model_labels, model_languages, translation_tasks
+from ..runs.translation import available_devices
+from ..runs.catalogue import language_options, model_labels, model_languages, translation_tasks
 from .common import Display, escape_md
-from .hub_policy import HubPolicy, hub_name, read_policy
-from .settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS
+from ..server.hub_policy import HubPolicy, hub_name, read_policy
+from ..server.settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS
 
 SPLIT_NAMES = {"val": "val", "test_2016_flickr": "test16"}
 SCORE_ROWS = (("val", "greedy"), ("val", "beam4"), ("test_2016_flickr", "greedy"), ("test_2016_flickr", "beam4"))
@@ -31,7 +31,7 @@ def sidebar(models: dict, default_model: str = DEFAULT_MODEL,
             policy: HubPolicy | None = None) -> tuple[str, str, str, Display]:
     """Model and device pickers and the display toggles; returns (model name picked in the list,
     hub-id text or "", device, Display). The hub-id field is offered only when the operator's policy
-    (ATLAS_HUB, atlas_ui/hub_policy.py) lets it open something; off, a share link's `hub=` is still
+    (ATLAS_HUB, atlas_ui/server/hub_policy.py) lets it open something; off, a share link's `hub=` is still
     returned, for the page to refuse."""
     policy = policy or read_policy()
     with st.sidebar:
