@@ -61,20 +61,16 @@ def plan_chunks(rows: list, budget: int) -> list[list[int]]:
     return chunks
 
 
-def _pad(rows: list, chunk: list[int], pad: int, device) -> tuple[torch.Tensor, ...]:
-    S = max(len(rows[r].source_ids) for r in chunk)
+def _pad(tr, rows: list, chunk: list[int]) -> tuple[torch.Tensor, ...]:
+    """(source, keep) as the engine pads sources (Engine.batch); fed and gold padded after each row."""
+    src, keep = tr.engine.batch([rows[r].source_ids for r in chunk])                     # (B, S) each
     T = max(len(rows[r].fed_ids) for r in chunk)
-    src = torch.full((len(chunk), S), pad, dtype=torch.long)
-    keep = torch.zeros((len(chunk), S), dtype=torch.bool)
-    fed = torch.full((len(chunk), T), pad, dtype=torch.long)
+    fed = torch.full((len(chunk), T), tr.engine.pad_id, dtype=torch.long)
     gold = torch.zeros((len(chunk), T), dtype=torch.long)
     for b, r in enumerate(chunk):
-        row = rows[r]
-        src[b, : len(row.source_ids)] = torch.tensor(row.source_ids)
-        keep[b, : len(row.source_ids)] = True
-        fed[b, : len(row.fed_ids)] = torch.tensor(row.fed_ids)
-        gold[b, : len(row.output_ids)] = torch.tensor(row.output_ids)
-    return tuple(x.to(device) for x in (src, keep, fed, gold))
+        fed[b, : len(rows[r].fed_ids)] = torch.tensor(rows[r].fed_ids)
+        gold[b, : len(rows[r].output_ids)] = torch.tensor(rows[r].output_ids)
+    return src, keep, fed.to(tr.device), gold.to(tr.device)
 
 
 @torch.inference_mode()
@@ -88,7 +84,7 @@ def forced_pass(tr, rows: list, reduce: Callable[[Batch], list], gates=None, bud
     autocast = torch.autocast(tr.device.type, dtype=torch.bfloat16, enabled=bf16)
     with no_capture(), autocast:
         for chunk in plan_chunks(rows, budget or default_budget(tr)):
-            src, keep, fed, gold = _pad(rows, chunk, tr.engine.pad_id, tr.device)
+            src, keep, fed, gold = _pad(tr, rows, chunk)
             logits = tr.engine.teacher_forced(src, keep, fed, gates)                      # (B, T, V)
             batch = Batch(chunk, torch.log_softmax(logits.float(), dim=-1), gold,
                           [len(rows[r].output_ids) for r in chunk])

@@ -76,12 +76,6 @@ def word_groups(pieces: list, ids: list, special: set) -> list[list[int]]:
     return groups
 
 
-def forced_log_probs(tr, rows: list[tuple[list, list, list]], gates=None, budget: int | None = None,
-                     bf16: bool = False) -> list[np.ndarray]:
-    """rows: (source_ids, fed_ids, output_ids). One log p(output_t) array (T,) per row (forced.py)."""
-    return forced_pass(tr, rows, chosen_log_probs, gates, budget, bf16)
-
-
 @dataclass
 class Demand:
     """What a full-source pass wanted at each step: its top-K pieces, their probabilities, and
