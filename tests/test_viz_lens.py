@@ -207,3 +207,16 @@ def test_the_decoder_lens_table_refuses_disagreeing_rows():
         decoder_lens_frame([("a", ["▁x"], [1.5])])
     with pytest.raises(ValueError):
         decoder_lens_frame([("a", "▁x ▁y", [0.5, 0.5])])
+
+
+def test_the_grid_equals_its_validated_rebuild_and_serialises_fast():
+    """As tests/test_viz.py holds every builder: built without validation, equal to a validated rebuild."""
+    from test_viz import drop_empty
+    orjson = pytest.importorskip("orjson")
+    import json
+    prob, pieces, top, rank = lens_arrays()
+    fig = logit_lens_figure(prob, pieces, top, OUTPUT, SITES, "<b>", chosen_rank=rank, show_space=True)
+    rebuilt = go.Figure(fig.to_dict())
+    assert [type(t) for t in rebuilt.data] == [type(t) for t in fig.data]
+    assert drop_empty(json.loads(fig.to_json())) == drop_empty(json.loads(rebuilt.to_json()))
+    orjson.dumps(fig.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)

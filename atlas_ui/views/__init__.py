@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import (ablation, attribution, beam, compare, decoding_steps, head_summary, heatmap, layer_grid, masks,
                overview, positional_encodings, rollout)
-from . import diagnosis
+from . import diagnosis, logit_lens
 from .base import View, ViewContext
 
 VIEWS: dict[str, View] = {view.name: view for view in (
@@ -21,6 +21,7 @@ VIEWS: dict[str, View] = {view.name: view for view in (
     positional_encodings.VIEW,
     attribution.VIEW,
     diagnosis.VIEW,
+    logit_lens.VIEW,
 )}
 
 # every view's own share-link parameters, read once when a session opens (state.boot_from_url)

@@ -1,0 +1,119 @@
+"""Logit lens: what each decoder sublayer would write at every step, and what the decoder writes
+from each encoder layer (DecoderLens), issue 33."""
+from __future__ import annotations
+
+import contextlib
+
+import pandas as pd
+import streamlit as st
+
+from viz.lens import (decision_sites, decoder_lens_colours, decoder_lens_frame, lens_grid_height, lens_selection,
+                      lens_sentence, logit_lens_figure, site_label)
+from viz._labels import show_piece
+
+from ..page import state
+from ..page.common import STEP_SLIDE_HEIGHT, chart, escape_md, shared_figure
+from ..runs.lens import decoder_lens_key, decoder_lens_run, lens_key, lens_run
+from ..runs.warm import held, holds
+from ..server.settings import MAX_CHARS, max_concurrent
+from .base import View, ViewContext
+
+CHART = "lens_grid"
+SITE = "lens_site"            # the clicked cell's site (its step is the page's "step", the strip marks it)
+
+
+def render(ctx: ViewContext):
+    result, display = ctx.result, ctx.display
+    text, pieces = ctx.text[:MAX_CHARS], tuple(result.output_tokens)
+    head_mask = tuple(result.head_mask)
+    ready = holds(lens_key(ctx.model, ctx.device, text, pieces, head_mask))
+    with st.spinner("Reading every layer through the model's head…") if not ready else contextlib.nullcontext():
+        lens = lens_run(ctx.model, ctx.device, text, pieces, max_concurrent(), head_mask)
+    sites, T = list(lens.sites), len(lens.output_tokens)
+    # the one sentence a speaker is asked first, above the chart
+    st.markdown("**" + escape_md(lens_sentence(lens.chosen_rank, pieces, sites, show_space=display.show_space),
+                                 600) + "**")
+    site, step = selected_cell(lens)
+    fig = shared_figure(result, ("lens", lens.key, display.show_space, display.presenter), lambda: logit_lens_figure(
+        lens.chosen_prob, lens.top_pieces, lens.top_probs, pieces, sites,
+        "Logit lens: each decoder sublayer read through the model's own head", chosen_rank=lens.chosen_rank,
+        show_space=display.show_space, cell_font=14 if display.presenter else 11,
+        height=min(lens_grid_height(len(sites)), STEP_SLIDE_HEIGHT)))
+    chart(fig, CHART, on_select=lambda: _on_cell_pick(len(sites), T), selection_mode="points",
+          max_height=STEP_SLIDE_HEIGHT)                    # under the sentence: less room than a plain chart
+    st.caption("Read up a column to see when the model settles on the piece it writes: a cell holds the piece the "
+               "lens reads after that sublayer, its colour the probability of the piece finally chosen. "
+               "Click a cell for its top pieces.")
+    cell, table = st.columns([1, 2.2])
+    with cell:
+        cell_table(lens, site, step, display.show_space)
+    with table:
+        decoder_lens_table(ctx, display.show_space)
+    return fig
+
+
+def selected_cell(lens) -> tuple[int, int]:
+    """(site, step) whose top-k is open: the last click (or the link's lens_site and step_no), else the
+    step the page is on (the translation strip marks it) read one site before the model settles on
+    its piece there."""
+    n, T = len(lens.sites), len(lens.output_tokens)
+    decided = decision_sites(lens.chosen_rank)
+    site, step = state.kept(SITE), state.kept("step", 0)
+    if not (isinstance(step, int) and not isinstance(step, bool) and 0 <= step < T):
+        step = 0
+    if not (isinstance(site, int) and not isinstance(site, bool) and 0 <= site < n):
+        site = max(int(decided[step]) - 1, 0) if T and decided[step] >= 0 else n - 1
+    state.put(SITE, site)
+    state.put("step", step)
+    return site, step
+
+
+def _on_cell_pick(n_sites: int, steps: int) -> None:
+    event = st.session_state.get(CHART) or {}
+    picked = lens_selection((event.get("selection") or {}).get("points", []))
+    if picked is not None and 0 <= picked[0] < n_sites and 0 <= picked[1] < steps:
+        state.put(SITE, picked[0])
+        state.put("step", picked[1])
+
+
+def cell_table(lens, site: int, step: int, show_space: bool) -> None:
+    """The clicked cell's top pieces, as a table with a bar per probability."""
+    if not lens.output_tokens:
+        return
+    chosen = lens.output_tokens[step]
+    st.markdown(escape_md(f"Step {step + 1} (chose {show_piece(chosen, show_space=show_space)}), read after "
+                          f"{site_label(lens.sites[site])}: p(chosen) = {float(lens.chosen_prob[step, site]):.3f}, "
+                          f"rank {int(lens.chosen_rank[step, site])}", 300))
+    frame = pd.DataFrame({"piece": [show_piece(p, show_space=show_space) for p in lens.top_pieces[step][site]],
+                          "p": [float(q) for q in lens.top_probs[step, site]]})
+    frame["chosen"] = ["✓" if p == chosen else "" for p in lens.top_pieces[step][site]]
+    st.dataframe(frame, key="lens_cell", hide_index=True, width="stretch",
+                 column_config={"p": st.column_config.ProgressColumn("p", format="%.3f", min_value=0.0,
+                                                                     max_value=1.0)})
+
+
+def decoder_lens_table(ctx: ViewContext, show_space: bool) -> None:
+    """The translation from each encoder layer (DecoderLens), pieces aligned by step like the what-if
+    table; on a branch, each decodes on from the branch's forced pieces."""
+    text, prefix = ctx.text[:MAX_CHARS], ctx.branch_prefix
+    beam = 1 if ctx.target or ctx.result.forced else ctx.beam
+    key = decoder_lens_key(ctx.model, ctx.device, text, beam, prefix, tuple(ctx.result.head_mask))
+    ready = held().get(key)
+    with st.spinner("Decoding from each encoder layer…") if ready is None else contextlib.nullcontext():
+        run = ready or decoder_lens_run(ctx.model, ctx.device, text, beam, prefix, max_concurrent(),
+                                        tuple(ctx.result.head_mask))
+    frame = decoder_lens_frame(run.rows, show_space=show_space)
+    st.markdown("**DecoderLens**: the translation when the decoder reads an earlier encoder layer's output"
+                + (" (after the branch's forced pieces)" if prefix else "")
+                + ("; decoded freely, not forced to the reference" if ctx.target else ""))
+    styled = frame.style.apply(lambda _: decoder_lens_colours(run.rows, frame), axis=None).format(
+        {"total log p": "{:.2f}"})
+    st.dataframe(styled, key="lens_decoder", width="stretch")
+    st.caption("Shaded by each piece's probability (orange: unsure); bold where it differs from the model's own.")
+
+
+VIEW = View(
+    name="Logit lens", title="What each layer would say",
+    explains="Each cell reads the decoder's running state after one sublayer through the model's own output "
+             "head: the piece it would write there, coloured by the probability of the piece finally chosen.",
+    render=render, steps=True, url_fields=(("lens_site", SITE, int),))
