@@ -1,0 +1,152 @@
+"""AppTest checks of the Logit lens view (issue 33): its share link opens it for the shipped en-de
+model, the one sentence stands above the grid, the grid's cells and colours are the lens's, a link's
+cell opens that cell's top-k, the DecoderLens table holds each encoder layer's translation, the
+branch switch changes what it reads, and presenter mode draws it. Numbers are recomputed from the
+Translator API."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from test_app import APP, MODELS, array, check_clean, escaped, specs
+from atlas_ui.page.common import STEP_SLIDE_HEIGHT, escape_md
+from viz.lens import lens_sentence, site_label
+
+EN = "A man in a blue shirt is riding a bike down the street."
+VIEW = "Logit lens"
+pytestmark = pytest.mark.skipif("en-de" not in MODELS, reason="needs pretrained/en-de")
+
+
+def opened(**params):
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params.update({"model": "en-de", "view": VIEW, "sentence": EN, **params})
+    at.run()
+    check_clean(at, str(params))
+    return at
+
+
+def param(at, name):
+    value = at.query_params.get(name)
+    return value[0] if isinstance(value, list) else value
+
+
+def grid(at) -> tuple[dict, dict]:
+    """(layout, heatmap trace) of the lens grid, the view's one chart."""
+    (spec,) = specs(at)
+    heat = spec["data"][0]
+    assert heat["type"] == "heatmap"
+    return spec["layout"], heat
+
+
+def in_order(node, out=None) -> list[tuple[str, str]]:
+    """(element type, its value as text) of every element under `node`, in page order."""
+    out = [] if out is None else out
+    for child in getattr(node, "children", {}).values():
+        out.append((child.type, str(getattr(child, "value", ""))))
+        in_order(child, out)
+    return out
+
+
+def markdown(at) -> list[str]:
+    return [m.value for m in at.main.markdown]
+
+
+def check_grid(at, out) -> None:
+    """The grid reads `out` (a translate(lens=True) of the pieces on screen): columns its pieces, rows
+    its sites with the last on top, cells its top-1 pieces, colours p(chosen)."""
+    layout, heat = grid(at)
+    lens = out.lens
+    assert layout["xaxis"]["ticktext"] == escaped(out.output_tokens)
+    assert layout["yaxis"]["ticktext"] == [site_label(s) for s in lens.sites[::-1]]
+    z = array(heat["z"])
+    np.testing.assert_allclose(z, lens.chosen_prob.T[::-1], atol=1e-5)
+    top1 = [[lens.top_k[t][j][0][0] for t in range(len(out.output_tokens))] for j in reversed(range(len(lens.sites)))]
+    cut = 0
+    for row_shown, row_top in zip(heat["text"], top1):
+        for shown, piece in zip(row_shown, row_top):
+            piece = escaped([piece])[0]
+            if shown.endswith("…"):                          # cut to the cell's width
+                cut += 1
+                assert piece.startswith(shown[:-1]) and len(shown) - 1 < len(piece)
+            else:
+                assert shown == piece
+    assert cut < z.size / 2
+
+
+def test_a_share_link_opens_the_view_with_its_sentence_grid_cell_and_decoder_lens(translator):
+    out = translator.translate(EN, lens=True, top_k=5)
+    at = opened()
+    assert at.radio(key="view").value == VIEW
+    sentence = lens_sentence(out.lens.chosen_rank, out.output_tokens, out.lens.sites)
+    assert sentence.startswith(("Most pieces", "Every piece"))
+    shown = markdown(at)
+    assert "**" + escape_md(sentence, 600) + "**" in shown
+    # the sentence stands right above the chart
+    page = in_order(at.main)
+    chart = [kind for kind, _ in page].index("plotly_chart")
+    assert page[chart - 1] == ("markdown", "**" + escape_md(sentence, 600) + "**")
+    check_grid(at, out)
+    assert param(at, "view") == VIEW
+    # the DecoderLens table: each encoder layer's own translation, the last one the model's
+    frames = [d.value for d in at.dataframe]
+    decoder = next(f for f in frames if "total log p" in getattr(f, "columns", []))
+    layers = translator.config.n_encoder_layers
+    assert len(decoder) == layers
+    for k in range(layers):
+        run = translator.translate(EN, encoder_layer=k, capture=False, top_k=0)
+        row = decoder.iloc[k]
+        assert list(row[1:1 + len(run.output_tokens)]) == run.output_tokens
+        assert all(cell == "" for cell in row[1 + len(run.output_tokens):])
+        assert row["total log p"] == pytest.approx(sum(np.log(s.prob) for s in run.steps), abs=0.006)
+    assert list(decoder.index)[-1].endswith("(the model)")
+    assert list(decoder.iloc[-1][1:1 + len(out.output_tokens)]) == out.output_tokens
+
+
+def test_a_link_s_cell_opens_that_cell_s_top_k(translator):
+    out = translator.translate(EN, lens=True, top_k=5)
+    site, step = 4, 6                                      # layer 1 · cross-attn, step 7
+    at = opened(lens_site=str(site), step_no=str(step + 1))
+    heading = f"Step {step + 1} (chose {out.output_tokens[step]}), read after {site_label(out.lens.sites[site])}: " \
+              f"p(chosen) = {out.lens.chosen_prob[step, site]:.3f}, rank {out.lens.chosen_rank[step, site]}"
+    assert escape_md(heading, 300) in markdown(at)
+    cell = next(d.value for d in at.dataframe if "piece" in getattr(d.value, "columns", []))
+    assert list(cell["piece"]) == [p for p, _ in out.lens.top_k[step][site]]
+    np.testing.assert_allclose(cell["p"], [q for _, q in out.lens.top_k[step][site]], atol=1e-5)
+    assert list(cell["chosen"]) == ["✓" if p == out.output_tokens[step] else "" for p, _ in out.lens.top_k[step][site]]
+    assert param(at, "lens_site") == str(site) and param(at, "step_no") == str(step + 1)
+    # another view and back: the cell is kept
+    at.radio(key="view").set_value("Heatmap").run()
+    at.radio(key="view").set_value(VIEW).run()
+    check_clean(at, "back to the lens")
+    assert escape_md(heading, 300) in markdown(at)
+
+
+def test_the_branch_switch_changes_what_the_lens_reads(translator):
+    original = translator.translate(EN, top_k=10)
+    prefix = [original.output_tokens[0], original.steps[1].top_k[1][0]]
+    branch = translator.translate(EN, prefix=prefix, top_k=10)
+    assert branch.output_tokens != original.output_tokens
+    at = opened(branch=" ".join(prefix))                   # a link with a branch opens on the branch
+    assert at.radio(key="branch_view").value == "Branch"
+    check_grid(at, translator.translate(EN, target=branch.output_tokens, lens=True, top_k=5))
+    frames = [d.value for d in at.dataframe]
+    decoder = next(f for f in frames if "total log p" in getattr(f, "columns", []))
+    assert all(list(decoder.iloc[k][1:3]) == prefix for k in range(len(decoder)))     # each after the forced pieces
+    # the switch back to the original: the grid reads the original's pieces
+    at.radio(key="branch_view").set_value("Original").run()
+    check_clean(at, "original")
+    check_grid(at, translator.translate(EN, lens=True, top_k=5))
+    assert param(at, "whatif") == "original"
+
+
+def test_presenter_mode_draws_the_grid_for_the_room(translator):
+    at = opened(present="1")
+    assert at.selectbox(key="view").value == VIEW          # the presenter's bar holds the picker
+    out = translator.translate(EN, lens=True, top_k=5)
+    sentence = lens_sentence(out.lens.chosen_rank, out.output_tokens, out.lens.sites)
+    assert "**" + escape_md(sentence, 600) + "**" in markdown(at)
+    layout, heat = grid(at)
+    assert layout["height"] <= STEP_SLIDE_HEIGHT           # under the sentence, inside a 720-px window
+    assert heat["textfont"]["size"] >= 14 and layout["xaxis"]["tickfont"]["size"] >= 12
+    assert param(at, "present") == "1" and param(at, "view") == VIEW
