@@ -1,4 +1,4 @@
-"""Command line: translate, train, evaluate, analyze (see shared/docs/api.md)."""
+"""Command line: translate, train, evaluate, analyze, heads (see shared/docs/api.md)."""
 from __future__ import annotations
 
 import argparse
@@ -52,6 +52,10 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", default=None, help=f"Multi30k folder (default {DEFAULT_DATA_DIR})")
     p.add_argument("--split", default="train")
 
+    from .analysis.heads_cli import add_args as add_heads_args
+    add_heads_args(sub.add_parser("heads", help="head roles (positional, rare word, sink, alignment) over a corpus; "
+                                                "writes MODEL/head_roles.json"))
+
     from .diagnosis.cli import add_args as add_diagnose_args
     add_diagnose_args(sub.add_parser("diagnose", help="flag hallucinated and omitted pieces; rank sentences"))
 
@@ -82,6 +86,9 @@ def main(argv=None) -> int:
         print(f"{record['pieces_seen']} of {record['vocab_size']} pieces occur in {record['data']}; "
               f"wrote {os.path.join(args.model, SOURCE_PIECES)}")
         return 0
+    if args.command == "heads":
+        from .analysis.heads_cli import run as run_heads
+        return run_heads(args, argv)
     if args.command == "diagnose":
         from .diagnosis.cli import run as run_diagnose
         return run_diagnose(args)

@@ -6,6 +6,8 @@ model, `hf.engine.HFEngine` for Hugging Face encoder-decoders. One call, one tra
 """
 from __future__ import annotations
 
+import json
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +71,7 @@ class Translation:
     decoder_position_bias: np.ndarray | None = None  # T5: (H, T, T) relative bias of decoder self-attention
     lens: Lens | None = None             # lens=True only (transformer/lens.py)
     encoder_layer: int | None = None     # DecoderLens: the encoder layer the decoder read (None: plain)
+    alignment: list | None = None        # align=True only: [(source piece i, output piece j)] (analysis/aligner.py)
 
 
 class Translator:
@@ -82,13 +85,28 @@ class Translator:
         self.config: ModelConfig = engine.config
         self.card = engine.card
         self.source_lang, self.target_lang = engine.source_lang, engine.target_lang
+        self.path: Path | None = None        # the model directory load() opened (head_roles.json sits there)
+        self._roles_lock = threading.Lock()
+        self._roles: tuple | None = None     # (head_roles dict or None,), read once
 
     @classmethod
     def load(cls, path: str | Path, device=None, source_lang: str | None = None,
              target_lang: str | None = None) -> "Translator":
         """A model directory of ours, or a Hugging Face encoder-decoder (a save_pretrained
         directory or a hub id; see transformer/hf). Languages choose a multilingual model's pair."""
-        return cls(open_engine(path, device, source_lang, target_lang))
+        translator = cls(open_engine(path, device, source_lang, target_lang))
+        translator.path = Path(path).expanduser() if Path(path).expanduser().is_dir() else None
+        return translator
+
+    @property
+    def head_roles(self) -> dict | None:
+        """The model directory's head_roles.json (`python -m transformer heads`), parsed once per
+        Translator (under a lock: sessions share one), or None when the model has none."""
+        with self._roles_lock:
+            if self._roles is None:
+                file = self.path / "head_roles.json" if self.path is not None else None
+                self._roles = (json.loads(file.read_text(encoding="utf-8")) if file and file.is_file() else None,)
+            return self._roles[0]
 
     @property
     def is_hf(self) -> bool:
@@ -188,14 +206,16 @@ class Translator:
                   top_k: int = 5, length_penalty: float | None = None, target: str | list[str] | None = None,
                   head_mask=None, explain: bool = False, diagnose: bool = False,
                   prefix: str | list[str] | None = None, lens: bool = False,
-                  encoder_layer: int | None = None) -> Translation:
+                  encoder_layer: int | None = None, align: bool = False) -> Translation:
         """Decode (greedy or beam) or, with `target`, force a reference: a text, or a list of
         pieces fed exactly (e.g. another run's output_tokens, so two runs align step by step).
         `prefix` (pieces, or a text segmented without </s>) forces the first output pieces, then
         decoding goes on from there; beam hypotheses all start with it. length_penalty None: ours
         1.0, Hugging Face its generation config. explain=True adds `out.explanation`; lens=True
         `out.lens` (the logit lens, transformer/lens.py). encoder_layer=k (DecoderLens): the decoder
-        reads encoder layer k's output (0-based, through the final encoder norm; the last = plain)."""
+        reads encoder layer k's output (0-based, through the final encoder norm; the last = plain).
+        align=True sets `out.alignment`: source piece i linked to output piece j by the method
+        head_roles.json names (ALTI+ with mutual argmax where there is none; analysis/aligner.py)."""
         started = time.perf_counter()
         if not isinstance(beam_size, (int, np.integer)) or beam_size < 1:
             raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
@@ -204,7 +224,7 @@ class Translator:
         max_len = self._check_max_len(max_len)
         prefix_ids = self._prefix_ids(prefix, target)
         gates = self.gates(head_mask)
-        layer = check_encoder_layer(encoder_layer, self.config.n_encoder_layers, explain or diagnose)
+        layer = check_encoder_layer(encoder_layer, self.config.n_encoder_layers, explain or diagnose or align)
         source = torch.tensor([source_ids], dtype=torch.long, device=self.device)           # (1, S)
         plan = e.plan(source, None, int(beam_size), max_len, length_penalty, 1 + len(prefix_ids))
         self._check_prefix(prefix_ids, plan.limits[0], plan.ends)
@@ -249,6 +269,9 @@ class Translator:
             decoder_positional_encoding=e.positional_table("decoder", T),
             position_bias=e.position_bias("encoder", S), decoder_position_bias=e.position_bias("decoder", T),
             lens=lens_out, encoder_layer=layer)
+        if align:
+            from .analysis.aligner import align_pair           # only when asked
+            out.alignment = align_pair(self, source_ids, output_ids, text, out.text, self.head_roles, gates)
         if diagnose:
             from .diagnosis import diagnose as diagnosed       # only when asked
             out.diagnosis = diagnosed(self, out, head_mask)
