@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from transformer.capture import capture, install_hooks
+from transformer.capture import capture, install_hook_points
 from transformer.config import ModelConfig
 from transformer.masks import causal_mask, decoder_mask, padding_mask
 from transformer.model import MultiHeadAttention, Sublayer, Transformer, sinusoidal_table
@@ -109,7 +109,7 @@ def test_head_and_layer_counts_follow_config():
 def test_attention_module_masks_exactly_zero():
     torch.manual_seed(0)
     attention = MultiHeadAttention(16, 4, 0.0, "encoder_self", 0).eval()
-    assert install_hooks(attention) == 1
+    assert install_hook_points(attention) == 1
     x = torch.randn(1, 4, 16)
     mask = torch.tensor([True, True, False, True])[None, None, None, :]
     with torch.no_grad(), capture() as recorder:

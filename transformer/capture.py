@@ -100,7 +100,7 @@ def _record_hook(module: HookPoint, inputs, output) -> None:
         record(module.kind, module.layer, output)
 
 
-def install_hooks(model: nn.Module) -> int:
+def install_hook_points(model: nn.Module) -> int:
     """Register the forwarding hook on every HookPoint once, at build time."""
     count = 0
     for module in model.modules():

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .capture import FINAL_NORM, HookPoint, install_hooks, is_capturing, observe, residual_name
+from .capture import FINAL_NORM, HookPoint, install_hook_points, is_capturing, observe, residual_name
 from .config import ModelConfig
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
@@ -180,7 +180,7 @@ class Transformer(nn.Module):
         self._init_weights()
         if cfg.tie_embeddings:
             self.output_projection.weight = self.source_embedding.weight
-        install_hooks(self)
+        install_hook_points(self)
 
     def _init_weights(self):
         for name, p in self.named_parameters():

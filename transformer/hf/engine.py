@@ -17,7 +17,7 @@ from transformers.modeling_outputs import BaseModelOutput
 from ..engine import Engine, Plan, default_device
 from . import arch, load
 from .generation import beam_search, greedy, make_plan
-from .hooks import gating, install_hooks
+from .hooks import gating, install_module_hooks
 
 
 class HFPieces:
@@ -84,7 +84,7 @@ class HFEngine(Engine):
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.sites = arch.attention_sites(self.model)
         self.residual = arch.residual_sites(self.model)
-        install_hooks(self.model, self.sites, self.residual)   # once; per-call state comes through ContextVars
+        install_module_hooks(self.model, self.sites, self.residual)   # once; per-call state comes through ContextVars
 
     # ---- ids -------------------------------------------------------------------------------
     def source_ids(self, text: str) -> tuple[list[int], bool]:

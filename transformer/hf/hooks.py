@@ -47,7 +47,7 @@ def _gate(kind: str, layer: int, n_heads: int, module, args):
     return (gated,) + tuple(args[1:])
 
 
-def install_hooks(model, sites: list[Site], residual: list[ResidualSite] = ()) -> None:
+def install_module_hooks(model, sites: list[Site], residual: list[ResidualSite] = ()) -> None:
     """Once per model: a second translator over the same model must not record twice."""
     if getattr(model, "_atlas_hooks_installed", False):
         return
