@@ -181,9 +181,9 @@ def alignment_table(tr, got: _Collected, references: list) -> dict:
             rows.append({"method": name, "rule": rule, "aer_fit": _aer(scores, references, rule, fit),
                          "aer_held_out": _aer(scores, references, rule, held)})
     heads = [r for r in rows if r["method"].startswith("head ")]
-    named = min(heads, key=lambda r: (r["aer_fit"], r["method"]))
-    truly = min(heads, key=lambda r: (r["aer_held_out"], r["method"]))
-    best = min(rows, key=lambda r: (r["aer_fit"], r["method"]))
+    named = min(heads, key=lambda r: (r["aer_fit"], r["method"], r["rule"]))         # ties: by name
+    truly = min(heads, key=lambda r: (r["aer_held_out"], r["method"], r["rule"]))
+    best = min(rows, key=lambda r: (r["aer_fit"], r["method"], r["rule"]))
 
     def head(r: dict) -> dict:
         layer, h = map(int, r["method"].split()[1].split("."))
