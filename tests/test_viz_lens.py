@@ -34,7 +34,7 @@ def test_the_grid_writes_each_cell_s_top_piece_and_colours_it_by_p_chosen():
     assert heat.type == "heatmap" and (heat.zmin, heat.zmax) == (0.0, 1.0)
     # rows: the last site on top; columns: steps
     assert list(fig.layout.yaxis.ticktext) == [site_label(s) for s in SITES[::-1]]
-    assert fig.layout.yaxis.ticktext[0] == "layer 1 · feed-fwd"
+    assert fig.layout.yaxis.ticktext[0] == "layer 1 · FFN"
     assert list(fig.layout.xaxis.ticktext) == ["▁Ein", "▁Fahrrad", "&lt;/s&gt;"]
     z = np.asarray(heat.z, dtype=float)
     assert z.shape == (6, 3)
@@ -57,6 +57,11 @@ def test_cell_text_is_cut_to_the_column_and_escaped():
     cell = fig.data[0].text[0][1]                                              # last site, step 2
     assert cell.startswith("&lt;b&gt;") and cell.endswith("…") and len(cell) < 40
     assert "<b>" not in str(fig.data[0].hovertext[0][1])
+    # a piece that must be cut loses its word-start ▁ first; one that fits keeps it
+    pieces[1][5][0], pieces[2][5][0] = "▁Fahrradhelm", "▁in"
+    fig = logit_lens_figure(prob, pieces, top, OUTPUT, SITES, width=420)
+    assert fig.data[0].text[0][1].startswith("Fahr") and fig.data[0].text[0][1].endswith("…")
+    assert fig.data[0].text[0][2] == "▁in"
 
 
 def test_each_cell_carries_a_click_marker_that_names_site_and_step():

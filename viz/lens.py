@@ -15,13 +15,13 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import (COLORBAR_AT_EDGE, DEFAULT_COLORSCALE, MAIN_WIDTH, as_array, as_probabilities, matrix_heatmap,
-                    text_width)
+from ._base import (COLORBAR_AT_EDGE, DEFAULT_COLORSCALE, LETTER_EM, MAIN_WIDTH, as_array, as_probabilities,
+                    matrix_heatmap, text_width)
 from ._figure import plain
 from ._labels import display_tokens, escape_label, show_piece
 from .panels import probability_colour
 
-SUBLAYER_NAMES = {"self": "self-attn", "cross": "cross-attn", "ffn": "feed-fwd"}
+SUBLAYER_NAMES = {"self": "self-attn", "cross": "cross-attn", "ffn": "FFN"}
 _SITE = re.compile(r"^L(\d+)\.(self|cross|ffn)$")
 ROW_PX = 30                 # px per site row: room for one line of cell text
 
@@ -72,11 +72,24 @@ def _check_lens(chosen_prob, top_pieces, top_probs, output_tokens, sites, chosen
     return prob, pieces, probs, tokens, sites, rank
 
 
+WIDE_GLYPHS = "\u2581\u2026"   # ▁ and …: about 1 em wide in the fonts browsers pick, not text_width's 0.62
+
+
+def _cell_width(text: str, size: float) -> float:
+    wide = sum(text.count(c) for c in WIDE_GLYPHS)
+    return text_width(text, size) + wide * size * (1 - LETTER_EM)
+
+
 def _fit(text: str, size: float, room: float) -> str:
-    """`text` cut (with …) to what `room` px hold at font size `size` (text_width's generous estimate)."""
-    if text_width(text, size) <= room:
+    """`text` cut (with …) to what `room` px hold at font size `size`; a piece that must be cut loses its
+    word-start ▁ first (a glyph 1 em wide: in a narrow cell it left room for nothing else)."""
+    if _cell_width(text, size) <= room:
         return text
-    while len(text) > 1 and text_width(text + "…", size) > room:
+    if len(text) > 1 and text[0] in "\u2581\u2423":
+        text = text[1:]
+        if _cell_width(text, size) <= room:
+            return text
+    while len(text) > 1 and _cell_width(text + "…", size) > room:
         text = text[:-1]
     return text + "…"
 
@@ -88,7 +101,7 @@ def logit_lens_figure(chosen_prob, top_pieces, top_probs, output_tokens: Sequenc
     """The logit lens as a sites x steps grid: one column per output step (labelled with the piece
     finally chosen there), one row per decoder sublayer (the last layer at the top, the model's own
     output in its top row). Each cell's text is the lens's top-1 piece at that site and step (cut
-    with … to the cell's width at `cell_font` px; hover for it whole); its colour is chosen_prob, the
+    with … to the cell's width at `cell_font` px, its word-start ▁ dropped first; hover for it whole); its colour is chosen_prob, the
     probability the lens gives the piece finally chosen (0..1, Viridis). Hover shows the cell's
     top-k with probabilities, p(chosen) and its rank. A near-invisible marker on each cell carries
     customdata [site index, step] for clicks (plotly heatmaps report no selection; lens_selection
@@ -105,7 +118,7 @@ def logit_lens_figure(chosen_prob, top_pieces, top_probs, output_tokens: Sequenc
     x_labels = display_tokens(tokens, show_space=show_space)
     z = prob.T[order] if T else np.zeros((n, 0))                   # (n_sites, T)
     margin_guess = max((text_width(label, 12) for label in y_labels), default=0) + 130
-    room = max(8.0, (width - margin_guess) / max(T, 1) - 4)
+    room = max(8.0, (width - margin_guess) / max(T, 1) - 6)
     shown = [[escape_label(_fit(show_piece(pieces[t][j][0], show_space=show_space), cell_font, room))
               for t in range(T)] for j in order]
     hover = np.empty((n, T), dtype=object)
@@ -118,7 +131,8 @@ def logit_lens_figure(chosen_prob, top_pieces, top_probs, output_tokens: Sequenc
                              f"p({x_labels[t]}) = {prob[t, j]:.3f}{' · ' + where if where else ''}<br>{best}")
     steps, rows = np.meshgrid(np.arange(T), np.arange(n))
     markers = dict(type="scatter", x=plain(steps.ravel().tolist()), y=plain(rows.ravel().tolist()), mode="markers",
-                   showlegend=False, name="cells", hoverinfo="skip",
+                   showlegend=False, name="cells", hovertext=hover.ravel(),   # a click needs hover on
+                   hovertemplate="%{hovertext}<extra></extra>",
                    customdata=np.column_stack([[order[r] for r in rows.ravel()], steps.ravel()]).astype(int),
                    marker=dict(size=max(6, min(24, int(room))), opacity=0.01, color="white", symbol="square"))
     frame = None

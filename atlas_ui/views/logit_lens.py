@@ -20,6 +20,10 @@ from .base import View, ViewContext
 
 CHART = "lens_grid"
 SITE = "lens_site"            # the clicked cell's site (its step is the page's "step", the strip marks it)
+# Constants only (no user text). Cell text is cut to the cells of a 1280-px window; on a phone a column
+# is a few px wide and the pieces would run into each other: the colours stay, a tap opens the cell.
+PHONE_CSS = ("<style>@media (max-width:640px){.st-key-lens_picture .heatmaplayer text,"
+             ".st-key-lens_picture .hm text{display:none}}</style>")
 
 
 def render(ctx: ViewContext):
@@ -30,17 +34,21 @@ def render(ctx: ViewContext):
     with st.spinner("Reading every layer through the model's head…") if not ready else contextlib.nullcontext():
         lens = lens_run(ctx.model, ctx.device, text, pieces, max_concurrent(), head_mask)
     sites, T = list(lens.sites), len(lens.output_tokens)
-    # the one sentence a speaker is asked first, above the chart
-    st.markdown("**" + escape_md(lens_sentence(lens.chosen_rank, pieces, sites, show_space=display.show_space),
-                                 600) + "**")
     site, step = selected_cell(lens)
     fig = shared_figure(result, ("lens", lens.key, display.show_space, display.presenter), lambda: logit_lens_figure(
         lens.chosen_prob, lens.top_pieces, lens.top_probs, pieces, sites,
         "Logit lens: each decoder sublayer read through the model's own head", chosen_rank=lens.chosen_rank,
         show_space=display.show_space, cell_font=14 if display.presenter else 11,
         height=min(lens_grid_height(len(sites)), STEP_SLIDE_HEIGHT)))
-    chart(fig, CHART, on_select=lambda: _on_cell_pick(len(sites), T), selection_mode="points",
-          max_height=STEP_SLIDE_HEIGHT)                    # under the sentence: less room than a plain chart
+    # one block, the sentence above the chart: presenter mode and phones put a view's first chart
+    # block first (share.PRESENTER_CSS, main.COMPACT_CSS), and the sentence goes with it
+    with st.container(key="lens_picture"):
+        st.html(PHONE_CSS)
+        # the first question a speaker is asked, answered for this sentence
+        st.markdown("**" + escape_md(lens_sentence(lens.chosen_rank, pieces, sites, show_space=display.show_space),
+                                     600) + "**")
+        chart(fig, CHART, on_select=lambda: _on_cell_pick(len(sites), T), selection_mode="points",
+              max_height=STEP_SLIDE_HEIGHT)                # under the sentence: less room than a plain chart
     st.caption("Read up a column to see when the model settles on the piece it writes: a cell holds the piece the "
                "lens reads after that sublayer, its colour the probability of the piece finally chosen. "
                "Click a cell for its top pieces.")
