@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import (ablation, attribution, beam, compare, decoding_steps, head_summary, heatmap, layer_grid, masks,
                overview, positional_encodings, rollout)
-from . import diagnosis, logit_lens
+from . import diagnosis, head_roles, logit_lens
 from .base import View, ViewContext
 
 VIEWS: dict[str, View] = {view.name: view for view in (
@@ -22,6 +22,7 @@ VIEWS: dict[str, View] = {view.name: view for view in (
     attribution.VIEW,
     diagnosis.VIEW,
     logit_lens.VIEW,
+    head_roles.VIEW,
 )}
 
 # every view's own share-link parameters, read once when a session opens (state.boot_from_url)
