@@ -1,6 +1,12 @@
 """DecoderLens and the logit lens over the shipped models, on Multi30k val (issue 33, item 2).
 
     python benchmarks/bench_lens.py [--n 1014] [--threads 2] [--batch-size 64] [--data-dir DIR]
+    python benchmarks/bench_lens.py --cost [--n 40] [--repeats 5] [--threads 2]
+
+--cost: what lens=True costs (goal <= 1.3x): for both shipped models, translate(capture=True, lens=True)
+against translate(capture=True) on the first --n val sentences, the two calls interleaved sentence by
+sentence and round by round (load on the machine hits both alike); the ratio of the summed medians,
+and also lens=True alone (capture=False, the app's Logit lens run) against capture=True.
 
 For pretrained/en-de and pretrained/de-en, one row per layer:
 - encoder layer k (DecoderLens, `translate_batch(encoder_layer=k)`): the decoder reads encoder layer k's
@@ -16,6 +22,7 @@ BLEU: sacreBLEU through transformer.training.evaluate.score_texts, greedy, the f
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -127,15 +134,53 @@ def bench(name: str, data_dir: Path, n: int | None, size: int) -> None:
     print(f"({time.perf_counter() - started:.0f} s)")
 
 
+def cost(name: str, data_dir: Path, n: int, repeats: int) -> float:
+    """Median time per sentence of each call, interleaved; prints a table; returns lens / capture."""
+    tr = Translator.load(REPO / "pretrained" / name, device="cpu")
+    texts = read_split(data_dir, "val", tr.source_lang)[:n]
+    calls = {"translate(capture=True)": dict(capture=True),
+             "translate(capture=True, lens=True)": dict(capture=True, lens=True),
+             "translate(capture=False, lens=True)": dict(capture=False, lens=True)}
+    for text in texts[:3]:                                  # warm up
+        for kwargs in calls.values():
+            tr.translate(text, **kwargs)
+    times = {call: [[] for _ in texts] for call in calls}
+    for _ in range(repeats):
+        for i, text in enumerate(texts):
+            for call, kwargs in calls.items():
+                started = time.perf_counter()
+                tr.translate(text, **kwargs)
+                times[call][i].append(time.perf_counter() - started)
+    totals = {call: sum(statistics.median(per) for per in rows) for call, rows in times.items()}
+    base = totals["translate(capture=True)"]
+    pieces = sum(len(tr.translate(text, capture=False).output_tokens) for text in texts)
+    print(f"\n{name}: {len(texts)} val sentences ({pieces} output pieces), median of {repeats} per sentence, "
+          f"torch threads {torch.get_num_threads()}")
+    print("| call | ms per sentence | / capture=True | goal |")
+    print("|---|---|---|---|")
+    for call, total in totals.items():
+        goal = "<= 1.3x" if call == "translate(capture=True, lens=True)" else ""
+        print(f"| {call} | {1e3 * total / len(texts):.1f} | {total / base:.2f}x | {goal} |")
+    return totals["translate(capture=True, lens=True)"] / base
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=int, default=None, help="the first N val pairs (default: all)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--cost", action="store_true", help="time lens=True against capture=True (goal <= 1.3x)")
+    parser.add_argument("--repeats", type=int, default=5, help="--cost: rounds over the sentences")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     data_dir = resolve_data_dir(args.data_dir)
+    if args.cost:
+        ratios = {name: cost(name, data_dir, args.n or 40, args.repeats) for name in ("en-de", "de-en")}
+        worst = max(ratios.values())
+        print("\nlens=True / capture=True: " + ", ".join(f"{name} {r:.2f}x" for name, r in ratios.items())
+              + f" ({'meets' if worst <= 1.3 else 'misses'} the <= 1.3x goal)")
+        return
     for name in ("en-de", "de-en"):
         bench(name, data_dir, args.n, args.batch_size)
     print(f"\nsacreBLEU {score_texts(['a'], ['a'])['bleu_signature']}; torch threads {args.threads}")

@@ -19,6 +19,7 @@ head_mask= apply as they do to the translation.
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,30 +71,45 @@ def check_encoder_layer(encoder_layer, n_encoder_layers: int, whole_model: bool 
 
 
 @torch.inference_mode()
-def read_lens(engine, recorder, output_ids: list[int], top_k: int, budget: int = 1 << 24) -> Lens:
+def read_lens(engine, recorder, output_ids: list[int], top_k: int, budget: int = 1 << 24,
+              final_logits: torch.Tensor | None = None) -> Lens:
     """Read one call's recorded decoder residuals (B = 1) through engine.read_out, as many sites at
-    once as keep the logits within `budget` floats (one matmul, not one per site)."""
+    once as keep the logits within `budget` floats (one matmul, not one per site).
+
+    `final_logits` (T, V): the logits the call itself decoded with. The last site is the decoder's
+    output through that same norm and projection, so those are its read-out (exactly the model's own
+    distribution) and the matmul skips it. Everything after the read-out works on the logits, never a
+    softmaxed copy: the rank is the count of larger logits, p = exp(logit - logsumexp) for the chosen
+    piece and the top k (a softmax's numbers, one pass over the vocabulary fewer). What it costs:
+    benchmarks/bench_lens.py --cost."""
     points = lens_points(engine.config.n_decoder_layers)
     T = len(output_ids)
-    hidden = torch.stack([recorder.residual_stream(point)[0] for _, point in points])       # (n_sites, T, D)
+    read = points[:-1] if final_logits is not None else points
+    hidden = torch.stack([recorder.residual_stream(point)[0] for _, point in read])         # (n_read, T, D)
     assert hidden.shape[1] == T, f"{hidden.shape[1]} residual rows for {T} output steps"
-    chosen = torch.tensor(output_ids, dtype=torch.long, device=hidden.device).expand(len(points), T)
+    if final_logits is not None:
+        assert tuple(final_logits.shape) == (T, engine.config.vocab_size), tuple(final_logits.shape)
+    chosen = torch.tensor(output_ids, dtype=torch.long, device=hidden.device)
     k = max(0, int(top_k))
     step = max(1, budget // max(1, T * engine.config.vocab_size))
+    chunks = (engine.read_out(hidden[start:start + step]) for start in range(0, len(read), step))
+    if final_logits is not None:
+        chunks = itertools.chain(chunks, [final_logits[None]])
     prob, rank, tops, ids = [], [], [], []
-    for start in range(0, len(points), step):
-        probs = torch.softmax(engine.read_out(hidden[start:start + step]).float(), dim=-1)  # (n, T, V)
-        p = probs.gather(-1, chosen[start:start + step, :, None])                            # (n, T, 1)
-        prob.append(p[..., 0])
-        rank.append((probs > p).sum(-1))
-        top_p, top_i = probs.topk(min(k, probs.shape[-1]), dim=-1)                           # (n, T, k)
-        tops.append(top_p)
+    for logits in chunks:
+        logits = logits.float()                                                              # (n, T, V)
+        norm = torch.logsumexp(logits, dim=-1, keepdim=True)                                 # (n, T, 1)
+        picked = logits.gather(-1, chosen.expand(logits.shape[0], T)[..., None])             # (n, T, 1)
+        prob.append(torch.exp(picked - norm)[..., 0])
+        rank.append((logits > picked).sum(-1))
+        top_l, top_i = logits.topk(min(k, logits.shape[-1]), dim=-1)                         # (n, T, k)
+        tops.append(torch.exp(top_l - norm))
         ids.append(top_i)
     top_probs, top_ids = _joined(tops, np.float32), _joined(ids, np.int64)
     piece = engine.tokenizer.id_to_piece
     names = {i: piece(i) for i in np.unique(top_ids).tolist()}
-    table = [[[(names[i], float(q)) for i, q in zip(top_ids[t, j].tolist(), top_probs[t, j].tolist())]
-              for j in range(len(points))] for t in range(T)]
+    table = [[list(zip([names[i] for i in row_ids], row_probs)) for row_ids, row_probs in
+              zip(step_ids, step_probs)] for step_ids, step_probs in zip(top_ids.tolist(), top_probs.tolist())]
     return Lens(sites=[s for s, _ in points], top_k=table, chosen_prob=_joined(prob, np.float32),
                 chosen_rank=_joined(rank, np.int32), top_ids=top_ids, top_probs=top_probs,
                 points=[p for _, p in points])

@@ -250,7 +250,7 @@ class Translator:
         probs = torch.softmax(logits.float(), dim=-1)                                         # (T, V)
         T, S = len(output_ids), len(source_ids)
         attention = trace_from(recorder, self.config, S, T) if capture else None
-        lens_out = read_lens(e, recorder, output_ids, top_k) if lens else None
+        lens_out = read_lens(e, recorder, output_ids, top_k, final_logits=logits) if lens else None
         fed_ids = [plan.start] + output_ids[:-1]
         explanation = None
         if explain:
