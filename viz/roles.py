@@ -98,7 +98,7 @@ def head_roles_figure(maps: Sequence[tuple[str, object, Sequence, Sequence | Non
     H = checked[0][1].shape[1]
     if any(v.shape[1] != H for _, v, _, _ in checked):
         raise ValueError("every kind's map must have the same number of heads")
-    top = title_top(title, note)
+    top = title_top(title, note) + 30                            # the first kind's name under the title
     gap = 44                                                      # px between maps: the next map's title
     rows = [v.shape[0] for _, v, _, _ in checked]
     plot = sum(ROW_PX * r for r in rows) + gap * (len(rows) - 1)
@@ -212,18 +212,16 @@ def alignment_figure(source_words: Sequence[str], output_words: Sequence[str], l
         traces.append(dict(type="scatter", x=[], y=[], mode="lines", name="no links", showlegend=False))
     traces[0]["xaxis"] = "x"
     note = f"AER {aer:.1f} against the gold given" if aer is not None else ""
-    note = note + (" · " if note else "") + f"{len(links)} links"
+    note = note + (" · " if note else "") + f"{len(links)} links · source words above, output words below"
     top_labels, bottom_labels = _word_labels(src), _word_labels(out)
-    top = title_top(title, note) + 58                        # the source words above the plot
+    top = title_top(title, note) + 30                        # the source words above the plot
     axis = dict(range=[0, 1], showgrid=False, zeroline=False, tickmode="array", tickfont=dict(size=12),
                 automargin=True, fixedrange=True)
     layout = dict(
         title=figure_title(title, note), plot_bgcolor="white", height=height, showlegend=False,
-        margin=dict(l=20, r=20, t=top, b=70),
-        xaxis=dict(axis, tickvals=plain(xt), ticktext=bottom_labels, side="bottom",
-                   title=dict(text="output words")),
-        xaxis2=dict(axis, tickvals=plain(xs), ticktext=top_labels, side="top", overlaying="x",
-                    title=dict(text="source words")),
+        margin=dict(l=20, r=20, t=top, b=40),
+        xaxis=dict(axis, tickvals=plain(xt), ticktext=bottom_labels, side="bottom"),
+        xaxis2=dict(axis, tickvals=plain(xs), ticktext=top_labels, side="top", overlaying="x"),
         yaxis=dict(range=[-0.02, 1.02], visible=False, fixedrange=True),
     )
     # the top axis is drawn only when a trace uses it: an empty one does

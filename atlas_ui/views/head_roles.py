@@ -161,23 +161,22 @@ def head_panel(ctx: ViewContext, run, roles: dict | None, report, kind: str, lay
         corpus = {"prev": (entry.get("positional") or {}).get("-1"), "self": (entry.get("positional") or {}).get("0"),
                   "next": (entry.get("positional") or {}).get("+1"), "sink": entry.get("sink"),
                   "rare": entry.get("rare_word")}
-        names = {"prev": "rows peaking on the previous piece", "self": "rows peaking on the same piece",
-                 "next": "rows peaking on the next piece", "sink": "weight on the first or a special piece",
-                 "rare": "rows peaking on the rarest piece"}
-        rows = [{"score": names[k], "over the corpus": _pct(corpus[k]), "this sentence": _pct(here.get(k))}
+        names = {"prev": "peak on the previous piece", "self": "peak on the same piece",
+                 "next": "peak on the next piece", "sink": "weight on a sink", "rare": "peak on the rarest piece"}
+        rows = [{"score": names[k], "corpus": _pct(corpus[k]), "here": _pct(here.get(k))}
                 for k in names]
         if kind == "cross":
             aer = (entry.get("aer") or {}).get(run.rule) or {}
             links = run.head_links[layer][head]
-            rows.insert(0, {"score": f"AER ({run.rule} argmax; lower aligns better)",
-                            "over the corpus": f"{aer['held_out']:.1f}" if "held_out" in aer else "–",
-                            "this sentence": f"{report.head_aer[layer, head]:.1f}" if report is not None else
-                            "give a gold alignment"})
-            rows.insert(1, {"score": "links shared with the alignment drawn", "over the corpus": "–",
-                            "this sentence": f"{len(links & set(run.word_links))} of {len(links)}"})
+            rows.insert(0, {"score": f"AER, {run.rule} (lower: better)",
+                            "corpus": f"{aer['held_out']:.1f}" if "held_out" in aer else "–",
+                            "here": f"{report.head_aer[layer, head]:.1f}" if report is not None else "(no gold)"})
+            rows.insert(1, {"score": "links also drawn above", "corpus": "–",
+                            "here": f"{len(links & set(run.word_links))} of {len(links)}"})
         st.dataframe(pd.DataFrame(rows), key="roles_evidence", hide_index=True, width="stretch")
-        st.caption("Over the corpus: head_roles.json; rare-word shares need the training data's frequencies, "
-                   "so they are given over the corpus only." if roles is not None else
+        st.caption("Corpus: head_roles.json's share of rows (query positions) over its sentences; here: this "
+                   "sentence. A sink is the first piece or a special one. The rarest piece needs the training "
+                   "data's frequencies: corpus only." if roles is not None else
                    "This model has no head_roles.json: only this sentence's scores.")
 
 
