@@ -91,11 +91,10 @@ def test_default_run_shows_translated_example(translator):
     out = translator.translate(text, beam_size=1)
     # the translation, shown as plain text, and the probability-shaded pieces
     assert any(text.value == out.text for text in at.text)
-    # first screen: cross-attention on the head head_importance.json ranks first (en-de: layer 2,
-    # head 3), tokens as escaped tick labels, exactly the weights the model computed
-    importance = json.loads((Path(MODELS["en-de"]) / "head_importance.json").read_text())
-    loss = np.asarray(importance["heads"]["cross"]["loss_change"])
-    layer, head = np.unravel_index(int(np.argmax(loss)), loss.shape)
+    # first screen: cross-attention on the best aligner head_roles.json names (en-de: layer 1,
+    # head 7; page/landing.py), tokens as escaped tick labels, exactly the weights the model computed
+    best = json.loads((Path(MODELS["en-de"]) / "head_roles.json").read_text())["best_alignment_head"]
+    layer, head = best["layer"], best["head"]
     assert (at.selectbox(key="kind").value, at.selectbox(key="layer").value, at.selectbox(key="head").value) == (
         "cross", layer, head)
     spec = main_heatmap(at)

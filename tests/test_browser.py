@@ -89,12 +89,12 @@ def test_click_on_a_tile_opens_that_head(page, view):
     """The tiles report clicks through invisible markers; a click must really select that head."""
     pick_view(page, view)
     wait_for_plot(page, "gd.data.length > 1 && gd.data[1].type === 'scatter'")
-    # a new visitor lands on cross-attention at en-de's most important head (layer 2, head 3)
-    wait_for_plot(page, "gd.layout.title.text.includes('layer 2 · head 3')", index=1)
+    # a new visitor lands on cross-attention at en-de's best aligner (layer 1, head 7; head_roles.json)
+    wait_for_plot(page, "gd.layout.title.text.includes('layer 1 · head 7')", index=1)
     # the markers' customdata says which (layer, head) each tile is
     custom = page.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0]
                                     ._fullData[1].customdata, point => Array.from(point).map(Number))""")
-    layer = 1 if view == "Overview" else 2
+    layer = 1                                      # Layer grid shows the landing layer: 1
     marker = next(i for i, point in enumerate(custom) if point[:2] == [layer, 2])
     click_point(page, 0, 1, marker)                # waits for the run the click starts
     wait_for_plot(page, f"gd.layout.title.text.includes('layer {layer} · head 2')", index=1)
@@ -102,5 +102,5 @@ def test_click_on_a_tile_opens_that_head(page, view):
     # the focus can be undone: back to the head that was open before the click
     with script_run(page):
         page.get_by_role("button", name=re.compile("Undo focus")).click()
-    wait_for_plot(page, "gd.layout.title.text.includes('layer 2 · head 3')", index=1)
+    wait_for_plot(page, "gd.layout.title.text.includes('layer 1 · head 7')", index=1)
     assert page.problems == []

@@ -1,7 +1,11 @@
-"""What a new visitor sees first: cross-attention, on the head that matters most.
+"""What a new visitor sees first: cross-attention, on the head that aligns words best.
 
 The encoder's layer 0, head 0 (the old first screen) is a diffuse square that says nothing; a
 cross-attention head that aligns output pieces with source pieces says at once what attention is.
+So the first screen opens on the best aligner of the model's head_roles.json (issue 34: en-de's
+layer 1, head 7 draws the sentence's translation pairs on a near diagonal, where head_importance's
+first, layer 2, head 3, reads ahead to the next noun); without that file, on the head whose removal
+costs the most loss (head_importance.json); without either, on the most peaked head.
 """
 from __future__ import annotations
 
@@ -11,15 +15,20 @@ import streamlit as st
 from viz import top_heads
 
 from . import state
+from ..runs.alignment import best_alignment_head
 from ..runs.explain import head_importance
 
 LANDED = "_landed"             # session key: the first screen was chosen once
 
 
 def landing_head(model_path: str, cross_attention: np.ndarray) -> tuple[int, int]:
-    """(layer, head) of cross-attention to open on: the head whose removal costs the most loss in
-    the model's head_importance.json; without that file, the most peaked head (the largest mean,
-    over output pieces, of each row's largest weight). cross_attention: (L, H, T, S)."""
+    """(layer, head) of cross-attention to open on: the best aligner of the model's head_roles.json;
+    without that file, the head whose removal costs the most loss in its head_importance.json;
+    without that either, the most peaked head (the largest mean, over output pieces, of each row's
+    largest weight). cross_attention: (L, H, T, S)."""
+    aligner = best_alignment_head(model_path)
+    if aligner is not None and 0 <= aligner[0] < cross_attention.shape[0] and 0 <= aligner[1] < cross_attention.shape[1]:
+        return aligner
     data, _ = head_importance(model_path)
     if isinstance(data, dict):
         try:

@@ -6,7 +6,10 @@ every session (st.cache_resource; its arrays are read-only), handed out from war
 hashing when this process holds it already. Nothing is kept in module globals."""
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import streamlit as st
@@ -15,8 +18,9 @@ import streamlit as st
 # submodules at once can deadlock in importlib
 from transformer.analysis.aligner import FALLBACK, pair_words
 from transformer.analysis.alignment import AERCounts, Gold, links_from_scores, parse_pharaoh, text_words, to_words
+from transformer.analysis.head_roles import HEAD_ROLES
 
-from .catalogue import ModelRef
+from .catalogue import ModelRef, file_stamps
 from .lens import _slot
 from .result import read_only
 from .translation import get_translator
@@ -48,6 +52,23 @@ def alignment_key(model: ModelRef, device: str, text: str, pieces: tuple, head_m
 def head_roles(model: ModelRef, device: str) -> dict | None:
     """The model directory's head_roles.json as a dict (read once per Translator), None without one."""
     return get_translator(model, device).head_roles
+
+
+def best_alignment_head(path) -> tuple[int, int] | None:
+    """(layer, head) of the cross-attention head a model directory's head_roles.json names the best
+    aligner (chosen on its fit half); None without the file (hub ids, Hugging Face directories) or
+    when it cannot be read. Read once per file version."""
+    (stamp,) = file_stamps((str(Path(str(path)) / HEAD_ROLES),))
+    return None if stamp is None else _best_alignment_head(str(path), stamp)
+
+
+@functools.lru_cache(maxsize=16)
+def _best_alignment_head(path: str, stamp) -> tuple[int, int] | None:
+    try:
+        best = json.loads((Path(path) / HEAD_ROLES).read_text(encoding="utf-8"))["best_alignment_head"]
+        return int(best["layer"]), int(best["head"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def alignment_run(model: ModelRef, device: str, text: str, pieces: tuple, slots: int,
