@@ -48,6 +48,11 @@ def in_order(node, out=None) -> list[tuple[str, str]]:
     return out
 
 
+def decoder_table(at):
+    """The DecoderLens table, as a DataFrame."""
+    return next(d.value for d in at.dataframe if "differs at" in list(getattr(d.value, "columns", [])))
+
+
 def markdown(at) -> list[str]:
     return [m.value for m in at.main.markdown]
 
@@ -90,18 +95,20 @@ def test_a_share_link_opens_the_view_with_its_sentence_grid_cell_and_decoder_len
     check_grid(at, out)
     assert param(at, "view") == VIEW
     # the DecoderLens table: each encoder layer's own translation, the last one the model's
-    frames = [d.value for d in at.dataframe]
-    decoder = next(f for f in frames if "total log p" in getattr(f, "columns", []))
+    decoder = decoder_table(at)
     layers = translator.config.n_encoder_layers
     assert len(decoder) == layers
     for k in range(layers):
         run = translator.translate(EN, encoder_layer=k, capture=False, top_k=0)
         row = decoder.iloc[k]
-        assert list(row[1:1 + len(run.output_tokens)]) == run.output_tokens
-        assert all(cell == "" for cell in row[1 + len(run.output_tokens):])
+        assert row["from"].startswith(f"encoder layer {k}")
+        assert [row[str(t + 1)] for t in range(len(run.output_tokens))] == run.output_tokens
+        assert all(row[str(t + 1)] in ("", None) for t in range(len(run.output_tokens), len(decoder.columns) - 3))
         assert row["total log p"] == pytest.approx(sum(np.log(s.prob) for s in run.steps), abs=0.006)
-    assert list(decoder.index)[-1].endswith("(the model)")
-    assert list(decoder.iloc[-1][1:1 + len(out.output_tokens)]) == out.output_tokens
+        differs = [t + 1 for t in range(max(len(run.output_tokens), len(out.output_tokens)))
+                   if run.output_tokens[t:t + 1] != out.output_tokens[t:t + 1]]
+        assert row["differs at"] == ", ".join(map(str, differs))
+    assert decoder.iloc[-1]["from"].endswith("(the model)") and decoder.iloc[-1]["differs at"] == ""
 
 
 def test_a_link_s_cell_opens_that_cell_s_top_k(translator):
@@ -111,7 +118,7 @@ def test_a_link_s_cell_opens_that_cell_s_top_k(translator):
     heading = f"Step {step + 1} (chose {out.output_tokens[step]}), read after {site_label(out.lens.sites[site])}: " \
               f"p(chosen) = {out.lens.chosen_prob[step, site]:.3f}, rank {out.lens.chosen_rank[step, site]}"
     assert escape_md(heading, 300) in markdown(at)
-    cell = next(d.value for d in at.dataframe if "piece" in getattr(d.value, "columns", []))
+    cell = next(d.value for d in at.dataframe if "piece" in list(getattr(d.value, "columns", [])))
     assert list(cell["piece"]) == [p for p, _ in out.lens.top_k[step][site]]
     np.testing.assert_allclose(cell["p"], [q for _, q in out.lens.top_k[step][site]], atol=1e-5)
     assert list(cell["chosen"]) == ["✓" if p == out.output_tokens[step] else "" for p, _ in out.lens.top_k[step][site]]
@@ -131,9 +138,8 @@ def test_the_branch_switch_changes_what_the_lens_reads(translator):
     at = opened(branch=" ".join(prefix))                   # a link with a branch opens on the branch
     assert at.radio(key="branch_view").value == "Branch"
     check_grid(at, translator.translate(EN, target=branch.output_tokens, lens=True, top_k=5))
-    frames = [d.value for d in at.dataframe]
-    decoder = next(f for f in frames if "total log p" in getattr(f, "columns", []))
-    assert all(list(decoder.iloc[k][1:3]) == prefix for k in range(len(decoder)))     # each after the forced pieces
+    decoder = decoder_table(at)
+    assert all([decoder.iloc[k]["1"], decoder.iloc[k]["2"]] == prefix for k in range(len(decoder)))   # after the forced pieces
     # the switch back to the original: the grid reads the original's pieces
     at.radio(key="branch_view").set_value("Original").run()
     check_clean(at, "original")

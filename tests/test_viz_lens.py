@@ -9,7 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from viz.lens import (decision_sites, decoder_lens_colours, decoder_lens_frame, lens_selection, lens_sentence,
+from viz.lens import (decision_sites, decoder_lens_frame, lens_selection, lens_sentence,
                       logit_lens_figure, site_label, site_layers)
 
 SITES = ["L0.self", "L0.cross", "L0.ffn", "L1.self", "L1.cross", "L1.ffn"]
@@ -189,20 +189,16 @@ def test_the_decoder_lens_table_aligns_steps_like_the_what_if_table():
             ("encoder layer 1", ["▁Ein", "▁Junge", "▁fährt", "</s>"], [0.9, 0.3, 0.6, 0.95]),
             ("encoder layer 2 (the model)", ["▁Ein", "▁Mann", "▁fährt", "</s>"], [0.95, 0.8, 0.7, 0.99])]
     frame = decoder_lens_frame(rows, show_space=True)
-    assert list(frame.index) == [label for label, _, _ in rows]
-    assert list(frame.columns) == ["total log p", "1", "2", "3", "4"]
-    assert frame.loc["encoder layer 0"].tolist()[1:] == ["␣Ein", "␣Mann", "</s>", ""]     # a blank after it ends
-    assert frame.loc["encoder layer 1", "2"] == "␣Junge"
+    assert list(frame["from"]) == [label for label, _, _ in rows]
+    assert list(frame.columns) == ["from", "total log p", "differs at", "1", "2", "3", "4"]
+    assert frame.iloc[0].tolist()[3:] == ["␣Ein", "␣Mann", "</s>", ""]                    # a blank after it ends
+    assert frame.iloc[1]["2"] == "␣Junge"
     assert frame["total log p"].tolist() == [round(math.log(0.5 * 0.4 * 0.9), 2),
                                              round(math.log(0.9 * 0.3 * 0.6 * 0.95), 2),
                                              round(math.log(0.95 * 0.8 * 0.7 * 0.99), 2)]
-    styles = decoder_lens_colours(rows, frame)
-    assert "font-weight:bold" in styles.loc["encoder layer 1", "2"]          # differs from the model's row
-    assert "font-weight:bold" not in styles.loc["encoder layer 1", "1"]
-    assert "font-weight:bold" in styles.loc["encoder layer 0", "3"]          # </s> where the model writes fährt
-    assert not any("bold" in s for s in styles.loc["encoder layer 2 (the model)"])
-    assert styles.loc["encoder layer 1", "2"].startswith("background-color:rgb(")
-    assert styles.loc["encoder layer 0", "4"] == "" and styles.iloc[0, 0] == ""
+    # steps, from 1, where a row's piece is not the model's own (a shorter row differs where it has none)
+    assert frame["differs at"].tolist() == ["3, 4", "2", ""]
+    assert decoder_lens_frame(rows, model_row=0)["differs at"].tolist() == ["", "2, 3, 4", "3, 4"]
 
 
 def test_the_decoder_lens_table_refuses_disagreeing_rows():

@@ -19,7 +19,6 @@ from ._base import (COLORBAR_AT_EDGE, DEFAULT_COLORSCALE, LETTER_EM, MAIN_WIDTH,
                     matrix_heatmap, text_width)
 from ._figure import plain
 from ._labels import display_tokens, escape_label, show_piece
-from .panels import probability_colour
 
 SUBLAYER_NAMES = {"self": "self-attn", "cross": "cross-attn", "ffn": "FFN"}
 _SITE = re.compile(r"^L(\d+)\.(self|cross|ffn)$")
@@ -241,13 +240,17 @@ def lens_sentence(chosen_rank, output_tokens: Sequence[str], sites: Sequence[str
 
 
 def decoder_lens_frame(rows: Sequence[tuple[str, Sequence[str], Sequence[float]]], *,
-                       show_space: bool = False) -> pd.DataFrame:
+                       show_space: bool = False, model_row: int = -1) -> pd.DataFrame:
     """DecoderLens translations aligned by step, as the what-if table lines up the original and a
-    branch: one row per (label, pieces, probabilities) — e.g. "encoder layer 0" … — one column per
-    output step ("1", "2", …; a shorter translation leaves its last cells empty), and first a
-    "total log p" column (Σ log p over its pieces, not length-normalised). Pieces as text (▁ shown as
-    ␣ with show_space), not HTML: st.dataframe draws them literally. ValueError: pieces and
-    probabilities of different lengths, probabilities outside [0, 1], or a string of pieces."""
+    branch: one row per (label, pieces, probabilities) — e.g. "encoder layer 0" … — with columns
+    "from" (the label), "total log p" (Σ log p over its pieces, not length-normalised, as the what-if
+    table's), "differs at" (the steps, from 1, where its piece is not the one of row `model_row`, the
+    model's own translation; "" where none) and one column per output step ("1", "2", …; a shorter
+    translation leaves its last cells empty). Pieces as text (▁ shown as ␣ with show_space), not
+    HTML: st.dataframe draws them literally. A plain frame, no Styler: st.dataframe converts a Styler
+    cell by cell on every run (60 ms a run here), a plain frame once per run as an Arrow table.
+    ValueError: pieces and probabilities of different lengths, probabilities outside [0, 1], or a
+    string of pieces."""
     checked = []
     for label, pieces, probs in rows:
         if isinstance(pieces, str):
@@ -258,30 +261,17 @@ def decoder_lens_frame(rows: Sequence[tuple[str, Sequence[str], Sequence[float]]
             raise ValueError(f"{label}: {len(pieces)} pieces but {len(p)} probabilities")
         checked.append((str(label), pieces, p))
     n = max((len(pieces) for _, pieces, _ in checked), default=0)
-    columns = ["total log p"] + [str(t + 1) for t in range(n)]
+    own = checked[model_row][1] if checked else []
     data = []
-    for _, pieces, p in checked:
+    for label, pieces, p in checked:
         with np.errstate(divide="ignore"):
             total = float(np.log(p).sum()) if len(p) else 0.0
-        data.append([round(total, 2)] + [show_piece(x, show_space=show_space) for x in pieces]
-                    + [""] * (n - len(pieces)))
-    return pd.DataFrame(data, index=[label for label, _, _ in checked], columns=columns)
-
-
-def decoder_lens_colours(rows: Sequence[tuple[str, Sequence[str], Sequence[float]]], frame: pd.DataFrame,
-                         model_row: int = -1) -> pd.DataFrame:
-    """CSS per cell of decoder_lens_frame (for a pandas Styler): each piece on the translation
-    strip's colours by its probability (white: sure, orange: unsure), bold where it differs from the
-    row `model_row` (the model's own translation) at that step."""
-    styles = pd.DataFrame("", index=frame.index, columns=frame.columns)
-    own = [str(p) for p in rows[model_row][1]] if rows else []
-    for r, (_, pieces, probs) in enumerate(rows):
-        for t, (piece, p) in enumerate(zip(pieces, probs)):
-            background, colour = probability_colour(float(p))
-            differs = t >= len(own) or str(piece) != own[t]
-            styles.iat[r, t + 1] = (f"background-color:{background};color:{colour}"
-                                    + (";font-weight:bold" if differs else ""))
-    return styles
+        differs = [t + 1 for t in range(max(len(pieces), len(own)))
+                   if t >= len(pieces) or t >= len(own) or pieces[t] != own[t]]
+        data.append([label, round(total, 2), ", ".join(map(str, differs))]
+                    + [show_piece(x, show_space=show_space) for x in pieces] + [""] * (n - len(pieces)))
+    columns = ["from", "total log p", "differs at"] + [str(t + 1) for t in range(n)]
+    return pd.DataFrame(data, columns=columns)
 
 
 def lens_grid_height(n_sites: int) -> int:
@@ -289,5 +279,5 @@ def lens_grid_height(n_sites: int) -> int:
     return max(300, 150 + ROW_PX * n_sites)
 
 
-__all__ = ["decision_sites", "decoder_lens_colours", "decoder_lens_frame", "lens_grid_height", "lens_selection",
+__all__ = ["decision_sites", "decoder_lens_frame", "lens_grid_height", "lens_selection",
            "lens_sentence", "logit_lens_figure", "site_label", "site_layers"]

@@ -7,12 +7,12 @@ import contextlib
 import pandas as pd
 import streamlit as st
 
-from viz.lens import (decision_sites, decoder_lens_colours, decoder_lens_frame, lens_grid_height, lens_selection,
+from viz.lens import (decision_sites, decoder_lens_frame, lens_grid_height, lens_selection,
                       lens_sentence, logit_lens_figure, site_label)
 from viz._labels import show_piece
 
 from ..page import state
-from ..page.common import STEP_SLIDE_HEIGHT, chart, escape_md, shared_figure
+from ..page.common import STEP_SLIDE_HEIGHT, chart, escape_md, shared_figure, shared_table
 from ..runs.lens import decoder_lens_key, decoder_lens_run, lens_key, lens_run
 from ..runs.warm import held, holds
 from ..server.settings import MAX_CHARS, max_concurrent
@@ -54,7 +54,7 @@ def render(ctx: ViewContext):
                "Click a cell for its top pieces.")
     cell, table = st.columns([1, 2.2])
     with cell:
-        cell_table(lens, site, step, display.show_space)
+        cell_table(result, lens, site, step, display.show_space)
     with table:
         decoder_lens_table(ctx, display.show_space)
     return fig
@@ -84,18 +84,23 @@ def _on_cell_pick(n_sites: int, steps: int) -> None:
         state.put("step", picked[1])
 
 
-def cell_table(lens, site: int, step: int, show_space: bool) -> None:
-    """The clicked cell's top pieces, as a table with a bar per probability."""
+def cell_table(result, lens, site: int, step: int, show_space: bool) -> None:
+    """The clicked cell's top pieces, as a table with a bar per probability (built once per cell for
+    every session: a room on one link converts it once)."""
     if not lens.output_tokens:
         return
     chosen = lens.output_tokens[step]
     st.markdown(escape_md(f"Step {step + 1} (chose {show_piece(chosen, show_space=show_space)}), read after "
                           f"{site_label(lens.sites[site])}: p(chosen) = {float(lens.chosen_prob[step, site]):.3f}, "
                           f"rank {int(lens.chosen_rank[step, site])}", 300))
-    frame = pd.DataFrame({"piece": [show_piece(p, show_space=show_space) for p in lens.top_pieces[step][site]],
-                          "p": [float(q) for q in lens.top_probs[step, site]]})
-    frame["chosen"] = ["✓" if p == chosen else "" for p in lens.top_pieces[step][site]]
-    st.dataframe(frame, key="lens_cell", hide_index=True, width="stretch",
+
+    def build():
+        top = lens.top_pieces[step][site]
+        return pd.DataFrame({"piece": [show_piece(p, show_space=show_space) for p in top],
+                             "p": [float(q) for q in lens.top_probs[step, site]],
+                             "chosen": ["✓" if p == chosen else "" for p in top]})
+    st.dataframe(shared_table(result, ("lens_cell", lens.key, site, step, show_space), build), key="lens_cell",
+                 hide_index=True, width="stretch",
                  column_config={"p": st.column_config.ProgressColumn("p", format="%.3f", min_value=0.0,
                                                                      max_value=1.0)})
 
@@ -110,14 +115,16 @@ def decoder_lens_table(ctx: ViewContext, show_space: bool) -> None:
     with st.spinner("Decoding from each encoder layer…") if ready is None else contextlib.nullcontext():
         run = ready or decoder_lens_run(ctx.model, ctx.device, text, beam, prefix, max_concurrent(),
                                         tuple(ctx.result.head_mask))
-    frame = decoder_lens_frame(run.rows, show_space=show_space)
     st.markdown("**DecoderLens**: the translation when the decoder reads an earlier encoder layer's output"
                 + (" (after the branch's forced pieces)" if prefix else "")
                 + ("; decoded freely, not forced to the reference" if ctx.target else ""))
-    styled = frame.style.apply(lambda _: decoder_lens_colours(run.rows, frame), axis=None).format(
-        {"total log p": "{:.2f}"})
-    st.dataframe(styled, key="lens_decoder", width="stretch")
-    st.caption("Shaded by each piece's probability (orange: unsure); bold where it differs from the model's own.")
+    # one Arrow table per run for every session (a Styler would be converted cell by cell on every run)
+    table = shared_table(ctx.result, ("decoder_lens", run.key, show_space),
+                         lambda: decoder_lens_frame(run.rows, show_space=show_space))
+    st.dataframe(table, key="lens_decoder", hide_index=True, width="stretch",
+                 column_config={"total log p": st.column_config.NumberColumn(format="%.2f")})
+    st.caption("Each row decodes from one encoder layer's output (through the final encoder norm); "
+               "\"differs at\" lists the steps where it writes another piece than the model's own.")
 
 
 VIEW = View(
