@@ -129,6 +129,6 @@ def decoder_lens_table(ctx: ViewContext, show_space: bool) -> None:
 
 VIEW = View(
     name="Logit lens", title="What each layer would say",
-    explains="Each cell reads the decoder's running state after one sublayer through the model's own output "
-             "head: the piece it would write there, coloured by the probability of the piece finally chosen.",
+    explains="Each cell holds the piece the decoder would write after one sublayer, coloured by the probability "
+             "of the piece finally chosen.",
     render=render, steps=True, url_fields=(("lens_site", SITE, int),))
