@@ -2,7 +2,7 @@
 (each line's two ends matched to the word labels above and below) equal translate(align=True)'s, by
 words; presenter mode at 1280x720 (a projector) with an 18-word sentence draws the alignment first,
 inside the window, no label on another, tick labels >= 12 px; a click on a head of the role map
-opens it; a phone (390x844) opens the link on the alignment. Screenshots go to the test's
+opens it; a phone (390x844) opens the link on the alignment, its labels apart. Screenshots go to the test's
 temporary folder."""
 from __future__ import annotations
 
@@ -36,6 +36,13 @@ SVG_LINKS = """() => {
   return {top, bottom, ends};
 }"""
 SUB = {c: str(i) for i, c in enumerate("₀₁₂₃₄₅₆₇₈₉")}
+# test_browser_room's labels of every chart, with the ticks of the second and third axes too (the
+# alignment's source words are x2 ticks, the role maps' kinds have axes 2 and 3)
+TICKS = ".xtick, .x2tick, .x3tick, .ytick, .y2tick, .y3tick"
+LABELS = CHART_LABELS.replace("'.xtick text, .ytick text, .colorbar text, ",
+                              "'" + ", ".join(f"{t} text" for t in TICKS.split(", ")) + ", .colorbar text, ").replace(
+    "el.closest('.xtick, .ytick')", f"el.closest('{TICKS}')")
+assert LABELS.count("x2tick") == 2
 
 
 def label_index(text: str) -> int:
@@ -97,7 +104,7 @@ def test_presenter_alignment_is_legible_and_inside_a_projector_window(browser, a
     page = open_page(browser, view_link(app_url, VIEW, text, present=1), viewport=PROJECTOR)
     wait_charts_drawn(page)
     page.screenshot(path=str(tmp_path / "roles-presenter-1280x720.png"))
-    charts = page.evaluate(CHART_LABELS)
+    charts = page.evaluate(LABELS)
     width, height = PROJECTOR
     first = min(charts, key=lambda chart: chart["rect"][1])
     assert first["title"].startswith("Word alignment"), first["title"]
@@ -123,5 +130,13 @@ def test_a_phone_opens_the_link_on_the_alignment(browser, app_url, tmp_path):
     assert 0 < box["y"] < PHONE[1] - 120 and box["x"] >= 0 and box["x"] + box["width"] <= PHONE[0] + 1, box
     title = page.evaluate("() => document.querySelector('.js-plotly-plot').layout.title.text")
     assert title.startswith("Word alignment"), title
+    # the words stand upright there and fill the top margin: the title gives way, no label on another
+    alignment = page.evaluate(LABELS)[0]
+    assert overlapping_labels(alignment["labels"]) == [] and len(alignment["labels"]) >= 18 + 16, [l["text"] for l in alignment["labels"]]
+    assert not any(label["text"].startswith("Word alignment") for label in alignment["labels"])
+    page.locator('[data-testid="stPlotlyChart"]').first.scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "roles-phone-alignment-390x844.png"))
+    page.locator('.st-key-roles_maps').scroll_into_view_if_needed()
+    page.screenshot(path=str(tmp_path / "roles-phone-maps-390x844.png"))
     assert page.problems == []
     page.context.close()

@@ -26,7 +26,10 @@ NO_FILE = ("This model has no head_roles.json (run `python -m transformer heads 
 METHODS = {"combination": "a combination of heads, layers, norms and ALTI+ fitted on Multi30k val",
            "alti+": "ALTI+ source contributions"}
 # Constants only (no user text). A role map's cells are a few px wide on a phone: keep the colours.
-PHONE_CSS = "<style>@media (max-width:640px){.st-key-roles_maps .heatmaplayer text{display:none}}</style>"
+# There the source words stand upright and fill the alignment's top margin, where its title is: the
+# title goes (the caption and the gold line below say the same).
+PHONE_CSS = ("<style>@media (max-width:640px){.st-key-roles_maps .heatmaplayer text{display:none}"
+             ".st-key-roles_alignment .gtitle{display:none}}</style>")
 
 
 def render(ctx: ViewContext):
@@ -47,6 +50,7 @@ def render(ctx: ViewContext):
     if error:
         st.warning("The gold alignment was not read: " + escape_md(error, 400))
     with picture:
+        st.html(PHONE_CSS)
         method = METHODS.get(run.method, run.method)
         fig = shared_figure(result, ("align", run.key, gold_text, display.presenter), lambda: alignment_figure(
             run.source_words, run.output_words, run.word_links,
@@ -63,7 +67,6 @@ def render(ctx: ViewContext):
     kind, layer, head = opened_head(result, roles)
     if roles is not None:
         with st.container(key="roles_maps"):
-            st.html(PHONE_CSS)
             role_maps(result, roles, (kind, layer, head), display.presenter)
     else:
         columns = st.columns(3)
