@@ -175,7 +175,7 @@ def _word_labels(word_list: Sequence[str]) -> list[str]:
 
 
 def alignment_figure(source_words: Sequence[str], output_words: Sequence[str], links, title: str = "", *,
-                     gold_sure=None, gold_possible=None, aer: float | None = None, height: int = 300,
+                     gold_sure=None, gold_possible=None, aer: float | None = None, height: int = 400,
                      width: float = MAIN_WIDTH) -> go.Figure:
     """A word alignment: source words along the top, output words along the bottom (each with its
     0-based index as a subscript), one straight line per link (i, j) = (source word i, output word
