@@ -86,9 +86,11 @@ def test_the_alignment_links_on_the_page_are_the_api_links(browser, app_url, tra
 
 
 def test_a_click_on_a_head_of_the_map_opens_it(browser, app_url, tmp_path):
-    page = open_page(browser, view_link(app_url, VIEW, SENTENCES[10], kind="cross", layer=2, head=3),
-                     viewport=(1280, 900))
+    page = open_page(browser, view_link(app_url, VIEW, SENTENCES[10], kind="cross", layer=2, head=3,
+                                        gold="0-0 1-1 2-2 3-3 4p4 5-5 9-6"), viewport=(1280, 900))
     wait_charts_drawn(page, 3)
+    wait_for_text(page, "Against your gold")
+    page.screenshot(path=str(tmp_path / "roles-gold-1280x900.png"))
     # the role map is the second chart; its traces: per kind a heatmap, then its click markers
     # (encoder self, decoder self, cross): trace 5 is cross-attention's, point 8 + 7 = layer 1, head 7
     click_point(page, 1, 5, 8 + 7)
