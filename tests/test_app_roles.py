@@ -2,7 +2,8 @@
 en-de model; the alignment figure's lines are translate(align=True).alignment by words; the role
 maps' labels are head_roles.json's (recomputed here from the file); a Pharaoh gold gives the AER
 transformer/analysis/alignment.py computes, malformed gold a message; the link's head opens beside
-its evidence; presenter mode draws it; a model without head_roles.json says so in one line and still
+its evidence; the branch switch changes what is aligned; presenter mode draws it; a model without
+head_roles.json says so in one line and still
 draws the alignment (the fallback method)."""
 from __future__ import annotations
 
@@ -193,3 +194,28 @@ def test_a_model_without_head_roles_json_says_so_and_still_draws_the_alignment(t
     links, _, _ = api_alignment(translator, EN)                             # ALTI+, mutual argmax
     spec = alignment_spec(at)
     assert "ALTI+" in spec["layout"]["title"]["text"] and drawn_links(spec) == links
+
+
+def test_the_branch_switch_changes_what_is_aligned(translator):
+    original = translator.translate(EN, top_k=10)
+    prefix = [original.output_tokens[0], original.steps[1].top_k[1][0]]
+    branch = translator.translate(EN, prefix=prefix, top_k=10)
+    assert branch.output_tokens != original.output_tokens
+    at = opened(branch=" ".join(prefix))                   # a link with a branch opens on the branch
+    assert at.radio(key="branch_view").value == "Branch"
+
+    def expected(pieces):
+        out = translator.translate(EN, target=list(pieces), align=True)
+        words = pair_words(translator, out.source_ids, out.output_ids, text_words(EN), text_words(out.text))
+        return word_links_of(out.alignment, words.source, words.target), text_words(out.text)
+
+    links, words = expected(branch.output_tokens)
+    spec = alignment_spec(at)
+    assert drawn_links(spec) == links
+    assert ["".join(c for c in t if c not in SUB) for t in spec["layout"]["xaxis"]["ticktext"]] == words
+    at.radio(key="branch_view").set_value("Original").run()             # back to the original's pieces
+    check_clean(at, "original")
+    links, words = expected(original.output_tokens)
+    spec = alignment_spec(at)
+    assert drawn_links(spec) == links
+    assert ["".join(c for c in t if c not in SUB) for t in spec["layout"]["xaxis"]["ticktext"]] == words
