@@ -3,8 +3,7 @@ en-de model; the alignment figure's lines are translate(align=True).alignment by
 maps' labels are head_roles.json's (recomputed here from the file); a Pharaoh gold gives the AER
 transformer/analysis/alignment.py computes, malformed gold a message; the link's head opens beside
 its evidence; the branch switch changes what is aligned; presenter mode draws it; a model without
-head_roles.json says so in one line and still
-draws the alignment (the fallback method)."""
+head_roles.json says so in one line and still draws the alignment (the fallback method)."""
 from __future__ import annotations
 
 import json
