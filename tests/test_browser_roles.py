@@ -134,7 +134,8 @@ def test_a_phone_opens_the_link_on_the_alignment(browser, app_url, tmp_path):
     assert title.startswith("Word alignment"), title
     # the words stand upright there and fill the top margin: the title gives way, no label on another
     alignment = page.evaluate(LABELS)[0]
-    assert overlapping_labels(alignment["labels"]) == [] and len(alignment["labels"]) >= 18 + 16, [l["text"] for l in alignment["labels"]]
+    texts = [label["text"] for label in alignment["labels"]]
+    assert overlapping_labels(alignment["labels"]) == [] and len(texts) >= 18 + 16, texts
     assert not any(label["text"].startswith("Word alignment") for label in alignment["labels"])
     page.locator('[data-testid="stPlotlyChart"]').first.scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "roles-phone-alignment-390x844.png"))

@@ -27,7 +27,8 @@ def landing_head(model_path: str, cross_attention: np.ndarray) -> tuple[int, int
     without that either, the most peaked head (the largest mean, over output pieces, of each row's
     largest weight). cross_attention: (L, H, T, S)."""
     aligner = best_alignment_head(model_path)
-    if aligner is not None and 0 <= aligner[0] < cross_attention.shape[0] and 0 <= aligner[1] < cross_attention.shape[1]:
+    L, H = cross_attention.shape[:2]
+    if aligner is not None and 0 <= aligner[0] < L and 0 <= aligner[1] < H:
         return aligner
     data, _ = head_importance(model_path)
     if isinstance(data, dict):

@@ -11,7 +11,8 @@ import streamlit as st
 from viz.roles import KIND_TITLES, alignment_figure, head_roles_figure, role_table, roles_selection
 
 from ..page import state
-from ..page.common import chart, column_width, escape_md, n_heads, n_layers, pick_head, pick_kind, pick_layer, shared_figure
+from ..page.common import (chart, column_width, escape_md, n_heads, n_layers, pick_head, pick_kind, pick_layer,
+                           shared_figure)
 from ..runs.alignment import alignment_key, alignment_run, gold_report, head_roles, parse_gold, sentence_shares
 from ..runs.warm import holds
 from ..server.settings import KINDS, MAX_CHARS, max_concurrent
@@ -119,7 +120,8 @@ def role_maps(result, roles: dict, selected: tuple, presenter: bool) -> None:
                                     "a silver alignment") + ", lower aligns better",
                             selected=where, cell_font=12))
     chart(fig, MAP_CHART, on_select=lambda: _on_pick(kinds, result), selection_mode="points")
-    st.caption("No head of this model reaches a role (positional ≥ 90% of rows at one offset, rare word or sink ≥ 50%), "
+    st.caption("No head of this model reaches a role (positional ≥ 90% of rows at one offset, rare word or "
+               "sink ≥ 50%), "
                "so each is labelled with its strongest score: prev / self / next = rows peaking on the previous, "
                "same or next piece, rare = on the sentence's rarest piece, sink = weight on the first or a special "
                "piece. Click a head to open it on this sentence."
@@ -159,7 +161,7 @@ def head_panel(ctx: ViewContext, run, roles: dict | None, report, kind: str, lay
         entry = _entry(roles, kind, layer, head)
         st.markdown(escape_md(f"{KIND_TITLES[kind]}, layer {layer}, head {head}: role "
                               f"{entry.get('role', 'unknown (no head_roles.json)')}", 300))
-        queries, keys = result.axes(kind)
+        _, keys = result.axes(kind)
         here = sentence_shares(result.attention[kind][layer, head], keys)
         corpus = {"prev": (entry.get("positional") or {}).get("-1"), "self": (entry.get("positional") or {}).get("0"),
                   "next": (entry.get("positional") or {}).get("+1"), "sink": entry.get("sink"),
