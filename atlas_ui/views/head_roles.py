@@ -12,7 +12,7 @@ from viz.roles import KIND_TITLES, alignment_figure, head_roles_figure, role_tab
 
 from ..page import state
 from ..page.common import (chart, column_width, escape_md, n_heads, n_layers, pick_head, pick_kind, pick_layer,
-                           shared_figure)
+                           shared_figure, shared_table)
 from ..runs.alignment import alignment_key, alignment_run, gold_report, head_roles, parse_gold, sentence_shares
 from ..runs.warm import holds
 from ..server.settings import KINDS, MAX_CHARS, max_concurrent
@@ -77,7 +77,7 @@ def render(ctx: ViewContext):
             layer = pick_layer(result, kind)
         with columns[2]:
             head = pick_head(result)
-    head_panel(ctx, run, roles, report, kind, layer, head)
+    head_panel(ctx, run, roles, report, kind, layer, head, gold_text if report is not None else "")
     return fig
 
 
@@ -149,7 +149,8 @@ def _entry(roles: dict | None, kind: str, layer: int, head: int) -> dict:
     return {}
 
 
-def head_panel(ctx: ViewContext, run, roles: dict | None, report, kind: str, layer: int, head: int) -> None:
+def head_panel(ctx: ViewContext, run, roles: dict | None, report, kind: str, layer: int, head: int,
+               gold_key: str = "") -> None:
     """The opened head on this sentence (the Heatmap view's figure) beside its role's evidence: its
     scores over the corpus (head_roles.json) and on this sentence."""
     result, display = ctx.result, ctx.display
@@ -161,28 +162,38 @@ def head_panel(ctx: ViewContext, run, roles: dict | None, report, kind: str, lay
         entry = _entry(roles, kind, layer, head)
         st.markdown(escape_md(f"{KIND_TITLES[kind]}, layer {layer}, head {head}: role "
                               f"{entry.get('role', 'unknown (no head_roles.json)')}", 300))
-        _, keys = result.axes(kind)
-        here = sentence_shares(result.attention[kind][layer, head], keys)
-        corpus = {"prev": (entry.get("positional") or {}).get("-1"), "self": (entry.get("positional") or {}).get("0"),
-                  "next": (entry.get("positional") or {}).get("+1"), "sink": entry.get("sink"),
-                  "rare": entry.get("rare_word")}
-        names = {"prev": "peak on the previous piece", "self": "peak on the same piece",
-                 "next": "peak on the next piece", "sink": "weight on a sink", "rare": "peak on the rarest piece"}
-        rows = [{"score": names[k], "corpus": _pct(corpus[k]), "here": _pct(here.get(k))}
-                for k in names]
-        if kind == "cross":
-            aer = (entry.get("aer") or {}).get(run.rule) or {}
-            links = run.head_links[layer][head]
-            rows.insert(0, {"score": f"AER, {run.rule} (lower: better)",
-                            "corpus": f"{aer['held_out']:.1f}" if "held_out" in aer else "–",
-                            "here": f"{report.head_aer[layer, head]:.1f}" if report is not None else "(no gold)"})
-            rows.insert(1, {"score": "links also drawn above", "corpus": "–",
-                            "here": f"{len(links & set(run.word_links))} of {len(links)}"})
-        st.dataframe(pd.DataFrame(rows), key="roles_evidence", hide_index=True, width="stretch")
+        # one Arrow table per (run, head, gold) for every session: st.dataframe would convert a pandas
+        # frame again on every run of every session
+        table = shared_table(result, ("roles_evidence", run.key, (roles or {}).get("seconds"), kind, layer, head,
+                                      gold_key),
+                             lambda: evidence_frame(result, run, entry, report, kind, layer, head))
+        st.dataframe(table, key="roles_evidence", hide_index=True, width="stretch")
         st.caption("Corpus: head_roles.json's share of rows (query positions) over its sentences; here: this "
                    "sentence. A sink is the first piece or a special one. The rarest piece needs the training "
                    "data's frequencies: corpus only." if roles is not None else
                    "This model has no head_roles.json: only this sentence's scores.")
+
+
+def evidence_frame(result, run, entry: dict, report, kind: str, layer: int, head: int) -> pd.DataFrame:
+    """The opened head's scores over the corpus (head_roles.json) and on this sentence."""
+    _, keys = result.axes(kind)
+    here = sentence_shares(result.attention[kind][layer, head], keys)
+    corpus = {"prev": (entry.get("positional") or {}).get("-1"), "self": (entry.get("positional") or {}).get("0"),
+              "next": (entry.get("positional") or {}).get("+1"), "sink": entry.get("sink"),
+              "rare": entry.get("rare_word")}
+    names = {"prev": "peak on the previous piece", "self": "peak on the same piece",
+             "next": "peak on the next piece", "sink": "weight on a sink", "rare": "peak on the rarest piece"}
+    rows = [{"score": names[k], "corpus": _pct(corpus[k]), "here": _pct(here.get(k))}
+            for k in names]
+    if kind == "cross":
+        aer = (entry.get("aer") or {}).get(run.rule) or {}
+        links = run.head_links[layer][head]
+        rows.insert(0, {"score": f"AER, {run.rule} (lower: better)",
+                        "corpus": f"{aer['held_out']:.1f}" if "held_out" in aer else "–",
+                        "here": f"{report.head_aer[layer, head]:.1f}" if report is not None else "(no gold)"})
+        rows.insert(1, {"score": "links also drawn above", "corpus": "–",
+                        "here": f"{len(links & set(run.word_links))} of {len(links)}"})
+    return pd.DataFrame(rows)
 
 
 def _pct(value) -> str:
