@@ -85,11 +85,11 @@ def test_a_failing_explanation_is_tried_once_per_translation(monkeypatch):
 
     real, explained_calls = backend.translate, []
 
-    def failing_explain(*args, explain=False, **kwargs):
-        if explain:
-            explained_calls.append(args)
+    def failing_explain(run, slots):
+        if run.explain:
+            explained_calls.append(run)
             raise ValueError("no explanation for this one")
-        return real(*args, **kwargs)
+        return real(run, slots)
 
     monkeypatch.setattr(backend, "translate", failing_explain)
     at = new_app()

@@ -3,7 +3,7 @@ there is truly nothing to wait for."""
 import gc
 
 from atlas_ui.runs.translation import translate
-from atlas_ui.runs.warm import hold, holds, model_key, translation_key
+from atlas_ui.runs.warm import RunKey, hold, holds, model_key
 
 
 class Thing:
@@ -18,14 +18,19 @@ def test_held_objects_are_weak():
     assert not holds(("test", 1))                 # dropped by the caches -> progress shows again
 
 
-def test_translation_keys_name_every_argument():
-    base = translation_key("m", "cpu", "A dog.", 1, None)
-    assert base == translation_key("m", "cpu", "A dog.", 1, None, (), False)
-    variants = {translation_key("m", "cpu", "A cat.", 1, None), translation_key("m", "cpu", "A dog.", 4, None),
-                translation_key("m", "cpu", "A dog.", 1, "Ein Hund."), translation_key("m", "cuda", "A dog.", 1, None),
-                translation_key("m", "cpu", "A dog.", 1, None, (("cross", 0, 1),)),
-                translation_key("m", "cpu", "A dog.", 1, None, (), True), translation_key("n", "cpu", "A dog.", 1, None)}
-    assert base not in variants and len(variants) == 7
+def test_run_keys_name_every_field_and_are_made_once():
+    base = RunKey("m", "cpu", "A dog.", 1)
+    assert base.digest == RunKey("m", "cpu", "A dog.", 1, None, (), False).digest
+    variants = {RunKey("m", "cpu", "A cat.", 1).digest, RunKey("m", "cpu", "A dog.", 4).digest,
+                RunKey("m", "cpu", "A dog.", 1, "Ein Hund.").digest, RunKey("m", "cuda", "A dog.", 1).digest,
+                RunKey("m", "cpu", "A dog.", 1, None, (("cross", 0, 1),)).digest,
+                RunKey("m", "cpu", "A dog.", 1, None, (), True).digest, RunKey("n", "cpu", "A dog.", 1).digest,
+                RunKey("m", "cpu", "A dog.", 1, ("prefix", "\u2581Ein")).digest}
+    assert base.digest not in variants and len(variants) == 8
+    # a related run is `but()` of the page's key: the same digest as the key built from scratch
+    assert base.but(text="A cat.", explain=True).digest == RunKey("m", "cpu", "A cat.", 1, explain=True).digest
+    assert base.but(beam_size=4) == RunKey("m", "cpu", "A dog.", 4) and base.but() == base
+    assert base.digest is base.digest              # worked out once per key, then read
 
 
 def test_a_translation_is_held_under_its_key_while_cached():
@@ -34,10 +39,11 @@ def test_a_translation_is_held_under_its_key_while_cached():
     ref = ModelRef("pretrained/en-de")
     get_translator(ref, "cpu")
     assert holds(model_key(ref, "cpu"))
-    result = translate(ref, "cpu", "A dog runs on the beach.", 1, None, 2)
-    key = translation_key(ref, "cpu", "A dog runs on the beach.", 1, None)
-    assert result.key == key and holds(key)
-    assert not holds(translation_key(ref, "cpu", "A dog runs on the beach.", 1, None, (), True))
+    run = RunKey(ref, "cpu", "A dog runs on the beach.", 1)
+    result = translate(run, 2)
+    assert result.key == run.digest and holds(run.digest)
+    assert translate(RunKey(ref, "cpu", "A dog runs on the beach.", 1), 2) is result    # an equal key, the same run
+    assert not holds(run.but(explain=True).digest)
 
 
 def test_the_share_link_cannot_be_reshaped_by_the_page_path():
@@ -108,7 +114,7 @@ def test_head_statistics_are_worked_out_once_per_translation():
     from atlas_ui.runs.result import kind_statistics
     ref = ModelRef("pretrained/en-de")
     get_translator(ref, "cpu")
-    result = translate(ref, "cpu", "A dog runs on the beach.", 1, None, 2)
-    assert translate(ref, "cpu", "A dog runs on the beach.", 1, None, 2) is result      # what the process holds
+    result = translate(RunKey(ref, "cpu", "A dog runs on the beach.", 1), 2)
+    assert translate(RunKey(ref, "cpu", "A dog runs on the beach.", 1), 2) is result     # what the process holds
     first = kind_statistics(result)
     assert kind_statistics(result) is first and set(first) == {"encoder_self", "decoder_self", "cross"}

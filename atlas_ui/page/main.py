@@ -23,7 +23,7 @@ from .share import PRESENTER_CSS, PRESENTER_SHARE_OPEN, export_buttons, file_ste
 from ..views import URL_FIELDS, VIEWS, ViewContext
 from ..views.contributions import source_share_bar
 from ..views.diagnosis import translation_strip
-from ..runs.warm import holds, model_key, translation_key
+from ..runs.warm import RunKey, holds, model_key
 
 LOG = logging.getLogger("atlas_ui")
 # Constants only (no user text). The picture first: less padding and smaller gaps above the chart,
@@ -78,10 +78,11 @@ def guarded(render, *args):
     return None
 
 
-def run_translation(model: ModelRef, device: str, text: str, reference: str, beam: int, limit: int,
-                    explain: bool = False):
-    """Translate the input with notices for long text; returns a Result or None (message shown).
-    explain: also norm-based attention and contributions (only for the views that show them)."""
+def page_run(model: ModelRef, device: str, text: str, reference: str, beam: int, explain: bool = False):
+    """The run the input asks for, named once for the whole page run (every view and cached run
+    below derives its keys from it), with notices for long or empty text; None when there is
+    nothing to translate. explain: also norm-based attention and contributions (only for the views
+    that show them)."""
     if len(text) > MAX_CHARS:
         st.warning(f"The text is longer than {MAX_CHARS} characters; only the first {MAX_CHARS} are used.")
         text = text[:MAX_CHARS]
@@ -89,10 +90,16 @@ def run_translation(model: ModelRef, device: str, text: str, reference: str, bea
         st.info(EMPTY_PROMPT)
         return None
     target = reference if reference.strip() else None
+    return RunKey(model, device, text, 1 if target else beam, target, (), explain)
+
+
+def run_translation(run: RunKey | None, limit: int):
+    """Translate the page's run; returns a Result or None (message shown)."""
+    if run is None:
+        return None
     try:
-        ready = holds(translation_key(model, device, text, 1 if target else beam, target, (), explain))
-        with contextlib.nullcontext() if ready else st.spinner("Translating…"):
-            result = translate_input(model, device, text, 1 if target else beam, target, explain)
+        with contextlib.nullcontext() if holds(run.digest) else st.spinner("Translating…"):
+            result = translate_input(run)
     except ValueError as exc:
         if "empty" in str(exc) or "no pieces" in str(exc):
             st.info("There is nothing the model can read in that text. " + EMPTY_PROMPT)
@@ -105,15 +112,15 @@ def run_translation(model: ModelRef, device: str, text: str, reference: str, bea
     return result
 
 
-def translate_input(model: ModelRef, device: str, text: str, beam: int, target, explain: bool):
+def translate_input(run: RunKey):
     """The cached run; with explain, the explained one, or the plain one if explaining failed for
     this translation (remembered: the raw weights are still worth showing, and the views then
     say the rest is unavailable)."""
-    if explain:
-        outcome = translate_explained(model, device, text, beam, target, max_concurrent())
+    if run.explain:
+        outcome = translate_explained(run, max_concurrent())
         if not isinstance(outcome, ExplainFailed):
             return outcome
-    return translate(model, device, text, beam, target, max_concurrent())
+    return translate(run.but(explain=False), max_concurrent())
 
 
 def pick_view(bar) -> str:
@@ -268,8 +275,8 @@ def page() -> None:
         unavailable = explain_unavailable(translator) if explain else None
         explain = explain and not unavailable
         sentences.notices(text, reference, parts)
-        result = run_translation(ref, device, parts.sentence, parts.reference, beam, translator.config.max_source_len,
-                                 explain)
+        run = page_run(ref, device, parts.sentence, parts.reference, beam, explain)
+        result = run_translation(run, translator.config.max_source_len)
         result = branch.shown(result, ref, device, parts.sentence, parts.reference, beam, explain)   # or what-if
         if result is not None:
             if explain and not result.explained:
@@ -289,7 +296,8 @@ def page() -> None:
             view = pick_view(picker)
             st.caption(f"**{VIEWS[view].title}.** {VIEWS[view].explains}")
             context = ViewContext(result=result, display=display, examples=examples, source_key=source_lang,
-                                  text=parts.sentence, reference=parts.reference, model=ref, device=device, beam=beam)
+                                  text=parts.sentence, reference=parts.reference, model=ref, device=device, beam=beam,
+                                  run=run)
             started = time.perf_counter()
             with st.container(key="view_body"):           # the view's own controls and charts (COMPACT_CSS)
                 figure = guarded(VIEWS[view].render, context)

@@ -20,7 +20,7 @@ from . import state
 from ..runs.translation import translate
 from .common import escape_md
 from ..server.settings import MAX_CHARS, max_concurrent
-from ..runs.warm import holds, translation_key
+from ..runs.warm import RunKey, holds
 
 MAX_SENTENCES = 8            # sentences translated from one text; a paragraph more is cut with a message
 SENTENCE_KEY = "sentence_index"        # session key: the sentence the views show, 0-based
@@ -110,19 +110,18 @@ def translations(model, device: str, sentences: Sentences, beam: int, shown) -> 
     """The translation of every sentence, the one on screen as `shown` (a Result: the original or
     a what-if branch). Each sentence is its own cached run (the same one its views would open);
     one that cannot be read becomes "…"."""
-    keys = [translation_key(model, device, part, 1 if ref.strip() else beam, ref.strip() or None, (), False)
+    runs = [RunKey(model, device, part, 1 if ref.strip() else beam, ref.strip() or None)
             for part, ref in zip(sentences.parts, sentences.references)]
-    cold = sum(not holds(key) for i, key in enumerate(keys) if i != sentences.index)
+    cold = sum(not holds(run.digest) for i, run in enumerate(runs) if i != sentences.index)
     texts = []
     waiting = f"Translating {'the other sentence' if cold == 1 else f'the other {cold} sentences'}…"
     with st.spinner(waiting) if cold else contextlib.nullcontext():
-        for i, (part, ref) in enumerate(zip(sentences.parts, sentences.references)):
+        for i, run in enumerate(runs):
             if i == sentences.index:
                 texts.append(shown.text)
                 continue
-            target = ref if ref.strip() else None
             try:
-                texts.append(translate(model, device, part, 1 if target else beam, target, max_concurrent()).text)
+                texts.append(translate(run, max_concurrent()).text)
             except ValueError:                        # nothing the model can read in it
                 texts.append("…")
     return texts

@@ -24,7 +24,7 @@ from .catalogue import ModelRef, file_stamps
 from .lens import _slot
 from .result import read_only
 from .translation import get_translator
-from .warm import held, hold, translation_key
+from .warm import RunKey, held, hold
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class AlignmentRun:
 
 
 def alignment_key(model: ModelRef, device: str, text: str, pieces: tuple, head_mask: tuple = ()) -> str:
-    return "align:" + translation_key(model, device, text, 1, ("align",) + tuple(pieces), tuple(head_mask))
+    return "align:" + RunKey(model, device, text, 1, ("align",) + tuple(pieces), tuple(head_mask)).digest
 
 
 def head_roles(model: ModelRef, device: str) -> dict | None:

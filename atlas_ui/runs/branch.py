@@ -11,13 +11,13 @@ from .translation import get_translator, translation_slots
 from .catalogue import ModelRef
 from .result import Result, to_result
 from ..server.settings import TOP_K
-from .warm import hold, translation_key
+from .warm import RunKey, hold
 
 
 def branch_key(model: ModelRef, device: str, text: str, beam_size: int, prefix: tuple, explain: bool,
                head_mask: tuple = ()) -> str:
     """Names one branch run (its figures' cache key); never equal to a plain run's key."""
-    return translation_key(model, device, text, beam_size, ("prefix",) + tuple(prefix), tuple(head_mask), explain)
+    return RunKey(model, device, text, beam_size, ("prefix",) + tuple(prefix), tuple(head_mask), explain).digest
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)

@@ -8,6 +8,7 @@ import streamlit as st
 from transformer.analysis.neighbours import nearest_pieces, source_ids, source_side_ids, swap_word
 
 from .translation import ExplainFailed, get_translator, translate, translate_explained
+from .warm import RunKey
 from .explain import explain_unavailable
 from .catalogue import ModelRef
 from .result import Result
@@ -44,9 +45,10 @@ def pair_runs(model: ModelRef, device: str, text: str, edited: str, beam: int, s
     if contributions:
         note = explain_unavailable(get_translator(model, device)) or ""
     if contributions and not note:
-        runs = [translate_explained(model, device, sentence, beam, None, slots) for sentence in (text, edited)]
+        runs = [translate_explained(RunKey(model, device, sentence, beam, explain=True), slots)
+                for sentence in (text, edited)]
         if not any(isinstance(run, ExplainFailed) for run in runs):
             return runs[0], runs[1], ""
         note = "ALTI+ contributions could not be computed for one of the sentences."
-    return (translate(model, device, text, beam, None, slots), translate(model, device, edited, beam, None, slots),
+    return (translate(RunKey(model, device, text, beam), slots), translate(RunKey(model, device, edited, beam), slots),
             note)

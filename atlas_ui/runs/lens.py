@@ -13,7 +13,7 @@ import streamlit as st
 from .catalogue import ModelRef
 from .result import read_only
 from .translation import get_translator, translation_slots
-from .warm import held, hold, translation_key
+from .warm import RunKey, held, hold
 
 LENS_TOP_K = 5              # pieces kept per cell (the hover and a click show them)
 
@@ -39,11 +39,11 @@ class DecoderLensRun:
 
 
 def lens_key(model: ModelRef, device: str, text: str, pieces: tuple, head_mask: tuple = ()) -> str:
-    return "lens:" + translation_key(model, device, text, 1, ("lens",) + tuple(pieces), tuple(head_mask))
+    return "lens:" + RunKey(model, device, text, 1, ("lens",) + tuple(pieces), tuple(head_mask)).digest
 
 
 def decoder_lens_key(model: ModelRef, device: str, text: str, beam: int, prefix: tuple, head_mask: tuple = ()) -> str:
-    return "decoder_lens:" + translation_key(model, device, text, beam, ("prefix",) + tuple(prefix), tuple(head_mask))
+    return "decoder_lens:" + RunKey(model, device, text, beam, ("prefix",) + tuple(prefix), tuple(head_mask)).digest
 
 
 def _slot(slots: int):

@@ -19,11 +19,11 @@ from viz import average_statistics
 from .catalogue import ModelRef
 from .result import Result, kind_statistics, to_result
 from ..server.settings import MAX_LOADED_MODELS, TOP_K
-from .warm import held, hold, model_key, translation_key
+from .warm import RunKey, held, hold, model_key
 
 LOG = logging.getLogger("atlas_ui")
 
-__all__ = ["ExplainFailed", "ModelRef", "Result", "available_devices", "configure_torch", "example_statistics",
+__all__ = ["ExplainFailed", "ModelRef", "Result", "RunKey", "available_devices", "configure_torch", "example_statistics",
            "get_translator", "settle_heap", "translate", "translate_explained", "translation_slots"]
 
 
@@ -93,36 +93,33 @@ def settle_heap() -> None:
     gc.freeze()
 
 
-def translate(model: ModelRef, device: str, text: str, beam_size: int, target, slots: int,
-              head_mask: tuple = (), explain: bool = False) -> Result:
-    """Translate with capture; cached per (model, device, text, beam size, reference, ablated heads,
-    explain). explain=True adds norm-based attention, ALTI+ and saliency (a separate cache entry).
+def translate(run: RunKey, slots: int) -> Result:
+    """Translate with capture; one cached Result per RunKey (model, device, text, beam size, reference,
+    ablated heads, explain). explain=True adds norm-based attention, ALTI+ and saliency.
 
-    One Result per process for each such call, shared by every session (its arrays are read-only):
-    an audience opening the same link costs one translation and no copies.
-    `target`: None, a reference text, or a tuple of pieces fed exactly (forced decoding).
-    """
-    ready = held().get(translation_key(model, device, text, beam_size, target, head_mask, explain))
+    One Result per process for each run, shared by every session (its arrays are read-only): an
+    audience opening the same link costs one translation and no copies. `run.target`: None, a
+    reference text, or a tuple of pieces fed exactly (forced decoding)."""
+    ready = held().get(run.digest)
     if isinstance(ready, Result):
         return ready
-    return _translate(model, device, text, beam_size, target, slots, tuple(head_mask), explain)
+    return _translate(run, slots)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _translate(model: ModelRef, device: str, text: str, beam_size: int, target, slots: int,
-               head_mask: tuple = (), explain: bool = False) -> Result:
-    translator = get_translator(model, device)
+def _translate(run: RunKey, slots: int) -> Result:
+    translator = get_translator(run.model, run.device)
     semaphore = translation_slots(slots)
     if not semaphore.acquire(timeout=120):
         raise TimeoutError("the server is busy translating for others")
     try:
-        out = translator.translate(text, beam_size=beam_size, capture=True, top_k=TOP_K,
+        target = run.target
+        out = translator.translate(run.text, beam_size=run.beam_size, capture=True, top_k=TOP_K,
                                    target=list(target) if isinstance(target, tuple) else target,
-                                   head_mask=set(head_mask) or None, explain=bool(explain))
+                                   head_mask=set(run.head_mask) or None, explain=bool(run.explain))
     finally:
         semaphore.release()
-    key = translation_key(model, device, text, beam_size, target, head_mask, explain)
-    return hold(key, to_result(out, str(translator.device), head_mask, key))
+    return hold(run.digest, to_result(out, str(translator.device), tuple(run.head_mask), run.digest))
 
 
 @dataclass(frozen=True)
@@ -131,22 +128,21 @@ class ExplainFailed:
     reason: str
 
 
-def translate_explained(model: ModelRef, device: str, text: str, beam_size: int, target, slots: int) -> Result | ExplainFailed:
-    """translate(explain=True), with a failure remembered for that translation like a result: the
-    page then shows the raw weights at once on later runs instead of trying again each time."""
-    ready = held().get(translation_key(model, device, text, beam_size, target, (), True))
-    return ready if ready is not None else _translate_explained(model, device, text, beam_size, target, slots)
+def translate_explained(run: RunKey, slots: int) -> Result | ExplainFailed:
+    """translate() of the run with explain=True, with a failure remembered for that translation like a
+    result: the page then shows the raw weights at once on later runs instead of trying again each time."""
+    run = run if run.explain else run.but(explain=True)
+    ready = held().get(run.digest)
+    return ready if ready is not None else _translate_explained(run, slots)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def _translate_explained(model: ModelRef, device: str, text: str, beam_size: int, target,
-                         slots: int) -> Result | ExplainFailed:
+def _translate_explained(run: RunKey, slots: int) -> Result | ExplainFailed:
     try:
-        return translate(model, device, text, beam_size, target, slots, explain=True)
+        return translate(run, slots)
     except (ValueError, RuntimeError) as exc:
         LOG.warning("explain=True failed, showing raw attention: %s", exc)
-        failure = ExplainFailed(f"{type(exc).__name__}: {exc}")
-        return hold(translation_key(model, device, text, beam_size, target, (), True), failure)
+        return hold(run.digest, ExplainFailed(f"{type(exc).__name__}: {exc}"))
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)     # shared, read only: no unpickled copy per session
@@ -155,7 +151,7 @@ def example_statistics(model: ModelRef, device: str, texts: tuple, beam_size: in
     frames: dict = {}
     for text in texts:
         try:
-            result = translate(model, device, text, beam_size, None, slots)
+            result = translate(RunKey(model, device, text, beam_size), slots)
         except ValueError:
             continue
         for kind, frame in kind_statistics(result).items():

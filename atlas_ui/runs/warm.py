@@ -6,9 +6,12 @@ about a third of each session's cost (issue 14). The page asks here first. Entri
 a model or result the caches have dropped is gone from here too."""
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import weakref
+from dataclasses import dataclass
+from typing import Any
 
 
 @functools.lru_cache(maxsize=1)
@@ -26,11 +29,29 @@ def holds(key) -> bool:
     return held().get(key) is not None
 
 
-def translation_key(model, device: str, text: str, beam_size: int, target, head_mask: tuple = (),
-                    explain: bool = False) -> str:
-    """Names one cached translate() call; also the key of its figures."""
-    call = (model, device, text, beam_size, target, tuple(head_mask)) + ((True,) if explain else ())
-    return hashlib.sha1(repr(call).encode()).hexdigest()
+@dataclass(frozen=True)
+class RunKey:
+    """Names one cached translate() call and every figure drawn from it. The page makes the run's
+    key once (page/main.py); the runs read `digest` (what this process holds it under, and its
+    figures' cache key) and a related run's key is `but(...)` of it, never rebuilt from arguments.
+    `target`: None, a reference text, or a tuple of pieces; tagged tuples name other kinds of run
+    over the same sentence (("prefix", ...) a what-if branch, ("lens", ...), ("align", ...))."""
+    model: Any
+    device: str
+    text: str
+    beam_size: int
+    target: Any = None
+    head_mask: tuple = ()
+    explain: bool = False
+
+    @functools.cached_property
+    def digest(self) -> str:
+        call = (self.model, self.device, self.text, self.beam_size, self.target, tuple(self.head_mask)) + (
+            (True,) if self.explain else ())
+        return hashlib.sha1(repr(call).encode()).hexdigest()
+
+    def but(self, **changes) -> "RunKey":
+        return dataclasses.replace(self, **changes)
 
 
 def model_key(ref, device: str) -> tuple:

@@ -19,7 +19,7 @@ from ..runs.catalogue import ModelRef
 from ..page.common import Display
 from ..runs.result import Result
 from ..server.settings import MAX_CHARS, max_concurrent
-from ..runs.warm import held, hold, translation_key
+from ..runs.warm import RunKey, held, hold
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class ViewContext:
     model: ModelRef
     device: str
     beam: int                      # beam size asked for (1: greedy)
+    run: RunKey                    # the page's run, named once (related runs: run.but(...))
 
     @property
     def target(self) -> str | None:
@@ -49,14 +50,12 @@ class ViewContext:
         text, explain = text[:MAX_CHARS], bool(self.display.norm)
         # a translation this process holds needs no spinner (a timer thread and a transient element
         # per run of every session; Masks asks twice a run), as attribution() below
-        ready = held().get(translation_key(self.model, self.device, text, self.beam, None, (), explain))
+        run = self.run.but(text=text, beam_size=self.beam, target=None, explain=explain)
+        ready = held().get(run.digest)
         if isinstance(ready, Result):                 # (a failed explain=True is held under the same key)
             return ready
         with st.spinner("Translating the other sentence…"):
-            # explain only when True: st.cache_resource keys on the arguments as passed, so an explicit
-            # explain=False would cache the same translation a second time
-            return translate(self.model, self.device, text, self.beam, None, max_concurrent(),
-                             **({"explain": True} if explain else {}))
+            return translate(run, max_concurrent())
 
     @property
     def branch_prefix(self) -> tuple:
@@ -75,8 +74,8 @@ class ViewContext:
             return translate_prefix(self.model, self.device, self.text[:MAX_CHARS], self.beam, prefix,
                                     max_concurrent(), head_mask=tuple(head_mask))
         target = pieces if pieces is not None else self.target
-        return translate(self.model, self.device, self.text[:MAX_CHARS], 1 if target else self.beam, target,
-                         max_concurrent(), tuple(head_mask))
+        return translate(self.run.but(text=self.text[:MAX_CHARS], beam_size=1 if target else self.beam, target=target,
+                                      head_mask=tuple(head_mask), explain=False), max_concurrent())
 
     def positional_table(self, positions: int):
         """(positions, d_model): what the model's encoder adds at positions 0..positions-1."""
@@ -95,7 +94,7 @@ class ViewContext:
         beam, text = 1 if target else self.beam, self.text[:MAX_CHARS]
         # held already (a rerun, a room on one link): no spinner, whose timer thread and transient
         # element every session would pay for, and no hashing of the arguments
-        key = "attribution:" + translation_key(self.model, self.device, text, beam, target)
+        key = "attribution:" + self.run.but(text=text, beam_size=beam, target=target, explain=False).digest
         ready = held().get(key)
         if ready is not None:
             return ready
