@@ -113,6 +113,10 @@ def test_the_first_screen_holds_the_default_heatmap_with_both_axes_under_a_page_
     page = open_page(browser, app_url, viewport=PROJECTOR)         # the default view, as a newcomer opens it
     wait_charts_drawn(page)
     width, height = PROJECTOR
+    # every view's name on one line: a second line of the picker pushes the chart below the window
+    tops = page.evaluate("""() => [...document.querySelectorAll('.st-key-view [data-testid="stRadioOption"]')]
+                                 .map(option => Math.round(option.getBoundingClientRect().top))""")
+    assert len(tops) >= 15 and len(set(tops)) == 1, f"the view picker takes {len(set(tops))} lines: {tops}"
     main = page.evaluate(CHART_LABELS)[0]
     left, top, right, bottom = main["rect"]
     assert left >= 0 and top >= 0 and right <= width and bottom <= height, main["rect"]

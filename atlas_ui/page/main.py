@@ -48,7 +48,7 @@ COMPACT_CSS = """<style>
 .st-key-view_body .stSelectbox > div:not([data-testid='stWidgetLabel']){flex:1 1 auto;min-width:0}
 .st-key-view_body [data-testid='stRadioOption'] p{white-space:nowrap}
 @media (max-width:640px){.st-key-view_body > :nth-child(1 of :has([data-testid='stPlotlyChart'])){order:-1}}
-.st-key-view [role='radiogroup']{gap:0.1rem 1rem;flex-wrap:wrap}
+.st-key-view [role='radiogroup']{gap:0.1rem 0.75rem;flex-wrap:wrap}
 [data-testid='stColumn']:has(.st-key-translate),[data-testid='stColumn']:has(.st-key-inputs_open){min-width:max-content}
 [data-testid='stPopoverBody']:has(.st-key-translate){width:min(46rem,92vw)}
 .st-key-view label p{font-size:0.84rem;border-bottom:2px solid transparent}
