@@ -135,3 +135,13 @@ def test_the_alignment_refuses_links_outside_the_words_and_draws_none_without_li
     empty = alignment_figure(SRC, OUT, [])
     assert figure_links(empty) == [] and "0 links" in empty.layout.title.text
     assert list(empty.layout.xaxis2.ticktext)[0] == "A₀"
+
+
+def test_source_words_too_many_to_stand_upright_move_the_plot_below_the_title():
+    """Tilted source words grow up into the top margin: it grows by their height, so they stay clear
+    of the title and its note (a 22-word sentence on a projector ran into the note)."""
+    few = alignment_figure(["A", "dog", "."], ["Ein", "Hund", "."], [(0, 0), (1, 1), (2, 2)], "Alignment")
+    words = ("A young man in a red jacket and a black hat is riding his old bicycle down a narrow street "
+             "today .").split()
+    many = alignment_figure(words, words, [(i, i) for i in range(len(words))], "Alignment")
+    assert many.layout.margin.t >= few.layout.margin.t + 0.5 * 0.62 * 12 * len("bicycle₁₅")

@@ -215,6 +215,13 @@ def alignment_figure(source_words: Sequence[str], output_words: Sequence[str], l
     note = note + (" · " if note else "") + f"{len(links)} links · source words above, output words below"
     top_labels, bottom_labels = _word_labels(src), _word_labels(out)
     top = title_top(title, note) + 30                        # the source words above the plot
+    widths = [text_width(label, 12) for label in top_labels]
+    room = (width - 40) / max(len(widths), 1)                # px between two neighbouring words
+    if widths and max(widths) + 6 > room:
+        # too many to stand side by side: plotly tilts them (30 degrees; upright when even that is too
+        # tight) and their height grows into the margin, where the title and its note are: move the
+        # plot down by that height
+        top += int((0.5 if room >= 30 else 1.0) * max(widths)) + 6
     axis = dict(range=[0, 1], showgrid=False, zeroline=False, tickmode="array", tickfont=dict(size=12),
                 automargin=True, fixedrange=True)
     layout = dict(
