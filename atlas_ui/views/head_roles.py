@@ -3,8 +3,6 @@ and the word alignment of the sentence on screen, scored against a gold alignmen
 (issue 34, item 2 and the in-app part of item 3)."""
 from __future__ import annotations
 
-import contextlib
-
 import pandas as pd
 import streamlit as st
 
@@ -14,10 +12,9 @@ from ..page import state
 from ..page.common import (chart, column_width, escape_md, n_heads, n_layers, pick_head, pick_kind, pick_layer,
                            shared_figure, shared_table)
 from ..runs.alignment import alignment_key, alignment_run, gold_report, head_roles, parse_gold, sentence_shares
-from ..runs.warm import holds
 from ..server.settings import KINDS, MAX_CHARS, max_concurrent
 from .base import View, ViewContext
-from .shared import head_heatmap
+from .shared import cached_run, head_heatmap
 
 MAP_CHART, ALIGN_CHART = "roles_map", "roles_alignment_chart"
 GOLD = "role_gold"             # the gold alignment typed by the user (share link: gold=)
@@ -37,9 +34,8 @@ def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
     text, pieces = ctx.text[:MAX_CHARS], tuple(result.output_tokens)
     head_mask = tuple(result.head_mask)
-    ready = holds(alignment_key(ctx.model, ctx.device, text, pieces, head_mask))
-    with st.spinner("Aligning the words…") if not ready else contextlib.nullcontext():
-        run = alignment_run(ctx.model, ctx.device, text, pieces, max_concurrent(), head_mask)
+    run = cached_run(alignment_key(ctx.model, ctx.device, text, pieces, head_mask), "Aligning the words…",
+                     lambda: alignment_run(ctx.model, ctx.device, text, pieces, max_concurrent(), head_mask))
     roles = head_roles(ctx.model, ctx.device)
     picture = st.container(key="roles_alignment")             # drawn first, filled once the gold is read
     gold_text = state.text_input(

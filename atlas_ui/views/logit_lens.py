@@ -14,9 +14,10 @@ from viz._labels import show_piece
 from ..page import state
 from ..page.common import STEP_SLIDE_HEIGHT, chart, escape_md, shared_figure, shared_table
 from ..runs.lens import decoder_lens_key, decoder_lens_run, lens_key, lens_run
-from ..runs.warm import held, holds
+from ..runs.warm import held
 from ..server.settings import MAX_CHARS, max_concurrent
 from .base import View, ViewContext
+from .shared import cached_run
 
 CHART = "lens_grid"
 SITE = "lens_site"            # the clicked cell's site (its step is the page's "step", the strip marks it)
@@ -30,9 +31,9 @@ def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
     text, pieces = ctx.text[:MAX_CHARS], tuple(result.output_tokens)
     head_mask = tuple(result.head_mask)
-    ready = holds(lens_key(ctx.model, ctx.device, text, pieces, head_mask))
-    with st.spinner("Reading every layer through the model's head…") if not ready else contextlib.nullcontext():
-        lens = lens_run(ctx.model, ctx.device, text, pieces, max_concurrent(), head_mask)
+    lens = cached_run(lens_key(ctx.model, ctx.device, text, pieces, head_mask),
+                      "Reading every layer through the model's head…",
+                      lambda: lens_run(ctx.model, ctx.device, text, pieces, max_concurrent(), head_mask))
     sites, T = list(lens.sites), len(lens.output_tokens)
     site, step = selected_cell(lens)
     fig = shared_figure(result, ("lens", lens.key, display.show_space, display.presenter), lambda: logit_lens_figure(

@@ -1,8 +1,11 @@
-"""Parts several views draw: one head as a large heatmap, and tiled heads that open a head on
-click (with undo). The decoding-step navigator is common.step_nav."""
+"""Parts several views draw: one head as a large heatmap, tiled heads that open a head on click
+(with undo), and a cached run behind a spinner only while it is being made. The decoding-step
+navigator is common.step_nav."""
 from __future__ import annotations
 
+import contextlib
 from functools import partial
+from typing import Callable, TypeVar
 
 import streamlit as st
 
@@ -11,6 +14,17 @@ from viz import MAIN_WIDTH, attention_heatmap, overview_selection
 from ..page import state
 from ..page.common import (PRESENTER_MAX_HEIGHT, chart, head_title, heat_height, n_heads, n_layers, pick_head, pick_layer,
                       shared_figure, shows_norm, value_options, weights_for)
+from ..runs.warm import holds
+
+T = TypeVar("T")
+
+
+def cached_run(key, waiting: str, run: Callable[[], T]) -> T:
+    """run(), a cached run named `key` in what the process holds (runs/warm.py), under a spinner
+    saying `waiting` only when the process does not hold it yet: a held run needs no spinner, whose
+    timer thread and transient element every session of a room would pay for on every rerun."""
+    with contextlib.nullcontext() if holds(key) else st.spinner(waiting):
+        return run()
 
 
 def head_heatmap(result, display, kind, layer, head, key, height=None, width=MAIN_WIDTH,
