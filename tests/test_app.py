@@ -46,6 +46,20 @@ def check_clean(at, where: str = "") -> None:
     assert not at.error, f"{where}: {[e.value for e in at.error]}"
 
 
+def opened_on_a_branch(translator, text: str, opened):
+    """A share link with a what-if branch, opened by the test module's `opened(**params)`: the
+    original's first piece, then the model's second choice at step 2, which decodes to another
+    translation; the link opens on the branch. Returns (AppTest, original, prefix, branch), the
+    runs from the Translator API."""
+    original = translator.translate(text, top_k=10)
+    prefix = [original.output_tokens[0], original.steps[1].top_k[1][0]]
+    branch = translator.translate(text, prefix=prefix, top_k=10)
+    assert branch.output_tokens != original.output_tokens
+    at = opened(branch=" ".join(prefix))                   # a link with a branch opens on the branch
+    assert at.radio(key="branch_view").value == "Branch"
+    return at, original, prefix, branch
+
+
 def specs(at) -> list[dict]:
     return [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from test_app import APP, MODELS, array, check_clean, escaped, specs
+from test_app import APP, MODELS, array, check_clean, escaped, opened_on_a_branch, specs
 from atlas_ui.page.common import STEP_SLIDE_HEIGHT, escape_md
 from viz.lens import lens_sentence, site_label
 
@@ -131,12 +131,7 @@ def test_a_link_s_cell_opens_that_cell_s_top_k(translator):
 
 
 def test_the_branch_switch_changes_what_the_lens_reads(translator):
-    original = translator.translate(EN, top_k=10)
-    prefix = [original.output_tokens[0], original.steps[1].top_k[1][0]]
-    branch = translator.translate(EN, prefix=prefix, top_k=10)
-    assert branch.output_tokens != original.output_tokens
-    at = opened(branch=" ".join(prefix))                   # a link with a branch opens on the branch
-    assert at.radio(key="branch_view").value == "Branch"
+    at, _, prefix, branch = opened_on_a_branch(translator, EN, opened)
     check_grid(at, translator.translate(EN, target=branch.output_tokens, lens=True, top_k=5))
     decoder = decoder_table(at)
     assert all([decoder.iloc[k]["1"], decoder.iloc[k]["2"]] == prefix for k in range(len(decoder)))   # after the forced pieces

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from test_app import APP, MODELS, check_clean, specs, z_array
+from test_app import APP, MODELS, check_clean, opened_on_a_branch, specs, z_array
 from atlas_ui.page.common import PRESENTER_MAX_HEIGHT
 from atlas_ui.runs.alignment import word_links_of
 from transformer import Translator
@@ -196,12 +196,7 @@ def test_a_model_without_head_roles_json_says_so_and_still_draws_the_alignment(t
 
 
 def test_the_branch_switch_changes_what_is_aligned(translator):
-    original = translator.translate(EN, top_k=10)
-    prefix = [original.output_tokens[0], original.steps[1].top_k[1][0]]
-    branch = translator.translate(EN, prefix=prefix, top_k=10)
-    assert branch.output_tokens != original.output_tokens
-    at = opened(branch=" ".join(prefix))                   # a link with a branch opens on the branch
-    assert at.radio(key="branch_view").value == "Branch"
+    at, original, _, branch = opened_on_a_branch(translator, EN, opened)
 
     def expected(pieces):
         out = translator.translate(EN, target=list(pieces), align=True)
