@@ -46,6 +46,28 @@ def test_a_translation_is_held_under_its_key_while_cached():
     assert not holds(run.but(explain=True).digest)
 
 
+def test_a_branch_is_held_under_the_key_derived_from_the_page_s_run():
+    """The page names its run once (page/main.page_run); the what-if branch it shows is translate_prefix
+    of branch_key(that run, prefix), held under that key's digest and keyed by it: one key in one
+    place, so an equal key (a view's, a later rerun's) gets the same Result, not a second decoding."""
+    from atlas_ui.page.branch import branch_run
+    from atlas_ui.page.main import page_run
+    from atlas_ui.runs.branch import branch_key, translate_prefix
+    from atlas_ui.runs.catalogue import ModelRef
+    from atlas_ui.runs.warm import held
+    ref, text = ModelRef("pretrained/en-de"), "A dog runs on the beach."
+    run = page_run(ref, "cpu", text, "", 1)
+    original = translate(run, 2)
+    prefix = (original.output_tokens[0], original.steps[1][2][1][0])      # the second choice at step 2
+    branch = branch_run(run, prefix)                                        # what the page shows
+    key = branch_key(run, prefix)
+    assert key == RunKey(ref, "cpu", text, 1, ("prefix",) + prefix)
+    assert branch.key == key.digest and held().get(key.digest) is branch
+    assert translate_prefix(RunKey(ref, "cpu", text, 1, ("prefix",) + prefix), 2) is branch
+    assert tuple(branch.output_tokens[:2]) == prefix and branch.output_tokens != original.output_tokens
+    assert not holds(key.but(explain=True).digest) and key.digest != run.digest
+
+
 def test_the_share_link_cannot_be_reshaped_by_the_page_path():
     from urllib.parse import parse_qs, urlparse
     from atlas_ui.page.share import markdown_safe_url, share_url

@@ -19,7 +19,7 @@ from . import state
 from ..runs.branch import branch_key, translate_prefix
 from .common import escape_md, shared_figure
 from ..server.settings import MAX_CHARS, max_concurrent
-from ..runs.warm import held
+from ..runs.warm import RunKey
 
 STATE = "branch_state"        # {"run": signature, "prefixes": [tuple], "current": int | None}
 RUN = "_branch_run"           # this run's Shown (set by shown(), read by the views and panel())
@@ -75,42 +75,36 @@ def unfit(result, prefix: tuple) -> str:
     return ""
 
 
-def _prefix_run(model, device: str, text: str, beam: int, prefix: tuple, explain: bool):
-    """translate_prefix, or the run this process holds already, without st.cache_resource's hashing
-    of the arguments (every session of a room on a link with a branch asks for the same one)."""
-    ready = held().get(branch_key(model, device, text, beam, prefix, explain))
-    return ready if ready is not None else translate_prefix(model, device, text, beam, prefix, max_concurrent(),
-                                                            explain)
-
-
-def _branch_run(ctx_args: tuple, prefix: tuple, explain: bool):
-    model, device, text, beam = ctx_args
-    if explain:
+def branch_run(run: RunKey, prefix: tuple):
+    """The page's run (page/main.page_run) decoded on from `prefix`, under the branch key derived
+    from it; when the run is explained and explaining fails, the plain branch (or the real error)."""
+    key = branch_key(run, prefix)
+    if key.explain:
         try:
-            return _prefix_run(model, device, text[:MAX_CHARS], beam, prefix, True)
+            return translate_prefix(key, max_concurrent())
         except (ValueError, RuntimeError):
             pass                                   # explaining failed: the plain branch (or the real error)
-    return _prefix_run(model, device, text[:MAX_CHARS], beam, prefix, False)
+    return translate_prefix(key.but(explain=False), max_concurrent())
 
 
-def shown(result, model, device, text: str, reference: str, beam: int, explain: bool = False):
+def shown(result, run: RunKey | None):
     """The Result the views draw: the original, or the current branch when the switch says so.
-    Called by the page right after the translation; bad or stale branches are dropped with a
-    short message and the original is shown."""
+    Called by the page right after the translation of `run` (None: nothing to translate); bad or
+    stale branches are dropped with a short message and the original is shown."""
     st.session_state.pop(RUN, None)
     st.session_state["_branch_drawn"] = False
     if result is None:
         return None
-    if reference.strip() or result.forced:             # a forced reference: nothing to branch from
+    if run.target is not None or result.forced:       # a forced reference: nothing to branch from
         st.session_state[RUN] = Shown(result, None, (), False)
         return result
-    kept = _state(signature(model, text, beam))
+    kept = _state(signature(run.model, run.text, run.beam_size))
     index = kept.get("current")
     branch, prefix = None, ()
     if index is not None and 0 <= index < len(kept["prefixes"]):
         prefix = tuple(kept["prefixes"][index])
         try:
-            branch = _branch_run((model, device, text, beam), prefix, explain)
+            branch = branch_run(run, prefix)
             why = unfit(branch, prefix) if kept.get("from_link") else ""
         except ValueError as exc:
             why = str(exc)

@@ -277,7 +277,7 @@ def page() -> None:
         sentences.notices(text, reference, parts)
         run = page_run(ref, device, parts.sentence, parts.reference, beam, explain)
         result = run_translation(run, translator.config.max_source_len)
-        result = branch.shown(result, ref, device, parts.sentence, parts.reference, beam, explain)   # or what-if
+        result = branch.shown(result, run)                             # or what-if
         if result is not None:
             if explain and not result.explained:
                 unavailable = "Norm-weighted values and contributions could not be computed for this sentence."

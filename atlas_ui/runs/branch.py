@@ -11,32 +11,44 @@ from .translation import get_translator, translation_slots
 from .catalogue import ModelRef
 from .result import Result, to_result
 from ..server.settings import TOP_K
-from .warm import RunKey, hold
+from .warm import RunKey, held, hold
 
 
-def branch_key(model: ModelRef, device: str, text: str, beam_size: int, prefix: tuple, explain: bool,
-               head_mask: tuple = ()) -> str:
-    """Names one branch run (its figures' cache key); never equal to a plain run's key."""
-    return RunKey(model, device, text, beam_size, ("prefix",) + tuple(prefix), tuple(head_mask), explain).digest
+def branch_key(run: RunKey, prefix: tuple) -> RunKey:
+    """`run` decoded on from the forced pieces `prefix` (a what-if branch): its key is the run's
+    with the tagged target ("prefix", *pieces), never equal to a plain run's. Derived from the
+    page's key (page/main.page_run), never rebuilt from arguments."""
+    return run.but(target=("prefix",) + tuple(prefix))
+
+
+def translate_prefix(run: RunKey, slots: int) -> Result:
+    """translate(text, prefix=pieces) for a branch_key(...): the pieces forced, then greedy or beam
+    search goes on; with head_mask, the branch decoded again with those heads off (the Ablation view
+    on a branch). One Result per key, held under `run.digest` (the run this process holds already
+    is handed out without st.cache_resource's hashing: every session of a room on a link with a
+    branch asks for the same one). ValueError (unknown piece, </s> before the end, longer than
+    max_len) passes through uncached."""
+    ready = held().get(run.digest)
+    if isinstance(ready, Result):
+        return ready
+    return _translate_prefix(run, slots)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
-def translate_prefix(model: ModelRef, device: str, text: str, beam_size: int, prefix: tuple, slots: int,
-                     explain: bool = False, head_mask: tuple = ()) -> Result:
-    """translate(text, prefix=pieces): the pieces forced, then greedy or beam search goes on; with
-    head_mask, the branch decoded again with those heads off (the Ablation view on a branch).
-    ValueError (unknown piece, </s> before the end, longer than max_len) passes through uncached."""
-    translator = get_translator(model, device)
+def _translate_prefix(run: RunKey, slots: int) -> Result:
+    if not (isinstance(run.target, tuple) and run.target[:1] == ("prefix",)):
+        raise TypeError(f"translate_prefix takes a branch_key, not a run with target {run.target!r}")
+    prefix = run.target[1:]
+    translator = get_translator(run.model, run.device)
     semaphore = translation_slots(slots)
     if not semaphore.acquire(timeout=120):
         raise TimeoutError("the server is busy translating for others")
     try:
-        out = translator.translate(text, beam_size=beam_size, capture=True, top_k=TOP_K, prefix=list(prefix),
-                                   explain=bool(explain), head_mask=set(head_mask) or None)
+        out = translator.translate(run.text, beam_size=run.beam_size, capture=True, top_k=TOP_K, prefix=list(prefix),
+                                   explain=bool(run.explain), head_mask=set(run.head_mask) or None)
     finally:
         semaphore.release()
-    key = branch_key(model, device, text, beam_size, prefix, explain, head_mask)
-    return hold(key, to_result(out, str(translator.device), tuple(head_mask), key))
+    return hold(run.digest, to_result(out, str(translator.device), tuple(run.head_mask), run.digest))
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

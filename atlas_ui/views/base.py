@@ -13,7 +13,7 @@ import streamlit as st
 
 from ..page import branch
 from ..runs.translation import example_statistics, get_translator, translate
-from ..runs.branch import translate_prefix
+from ..runs.branch import branch_key, translate_prefix
 from ..runs.explain import attribution, attribution_average
 from ..runs.catalogue import ModelRef
 from ..page.common import Display
@@ -71,8 +71,9 @@ class ViewContext:
         On a branch, heads off without pieces decodes the branch again (same forced prefix)."""
         prefix = self.branch_prefix
         if prefix and pieces is None and head_mask:
-            return translate_prefix(self.model, self.device, self.text[:MAX_CHARS], self.beam, prefix,
-                                    max_concurrent(), head_mask=tuple(head_mask))
+            return translate_prefix(branch_key(self.run, prefix).but(text=self.text[:MAX_CHARS], beam_size=self.beam,
+                                                                     head_mask=tuple(head_mask), explain=False),
+                                    max_concurrent())
         target = pieces if pieces is not None else self.target
         return translate(self.run.but(text=self.text[:MAX_CHARS], beam_size=1 if target else self.beam, target=target,
                                       head_mask=tuple(head_mask), explain=False), max_concurrent())
