@@ -44,6 +44,27 @@ def test_the_heatmap_carries_its_margins_and_presenter_mode_grows_them():
     assert fig.layout.margin.l == margin.l                         # the original is not changed
 
 
+def test_the_row_title_stands_beyond_the_widest_row_label():
+    """A heatmap's y title has a standoff, so plotly.js draws it that far beyond the axis's widest
+    tick label; without one it sat a fixed 38 px from the axis and stepped aside only for the labels
+    level with it ("▁klettert" a row above ran into "Query": the README tour's Heatmap at 1280x720).
+    The left margin grows with the widest row label and holds it, the standoff and the title, in
+    presenter type too."""
+    keys = ["▁A", "▁little", "▁girl", "</s>"]
+    beyond = []
+    for rows in (["▁Ein", "▁die", "</s>"], ["▁Ein", "▁klettert", "▁die", "</s>"],
+                 ["▁Ein", "▁Schneemobilfahrerinnen", "▁die", "</s>"]):
+        fig = attention_heatmap(np.full((len(rows), len(keys)), 0.25), rows, keys, "t")
+        for figure, title_size in ((fig, 14), (presenter_figure(fig), 18)):
+            axis, margin = figure.layout.yaxis, figure.layout.margin
+            widest = max(text_width(label, axis.tickfont.size) for label in axis.ticktext)
+            assert axis.title.text == "Query" and axis.title.standoff >= 8
+            assert margin.l >= widest + axis.title.standoff + title_size
+        axis = fig.layout.yaxis
+        beyond.append(fig.layout.margin.l - max(text_width(label, axis.tickfont.size) for label in axis.ticktext))
+    assert max(beyond) - min(beyond) <= 1                          # the margin grows one for one with it
+
+
 def test_the_candidates_bar_and_the_head_grid_bring_margins_for_their_labels():
     from viz import head_grid_figure, topk_bar_figure
     short = topk_bar_figure([("▁a", 0.6), ("▁b", 0.4)], chosen="▁a").layout.margin
