@@ -68,6 +68,48 @@ def test_a_branch_is_held_under_the_key_derived_from_the_page_s_run():
     assert not holds(key.but(explain=True).digest) and key.digest != run.digest
 
 
+def test_the_lens_and_alignment_views_hold_their_runs_under_keys_derived_from_the_page_s_run(translator, monkeypatch):
+    """Logit lens and Head roles read the page's run (page/main.page_run, recorded here as the page
+    makes it): the lens, the DecoderLens rows and the alignment they draw are held under warm.tagged of
+    lens_key / decoder_lens_key / alignment_key of that run, and an equal key built from scratch (a
+    rerun's, another session's) gets the same run, not a second pass. Opened on a what-if branch, so
+    the derived keys carry the branch's pieces. Fails when a view holds its run under a key built
+    another way (from loose arguments, another beam, the reference)."""
+    from streamlit.testing.v1 import AppTest
+    from test_app import APP, check_clean, opened_on_a_branch
+    from atlas_ui.page import main
+    from atlas_ui.runs.alignment import AlignmentRun, alignment_key, alignment_run
+    from atlas_ui.runs.lens import DecoderLensRun, LensRun, decoder_lens_key, decoder_lens_run, lens_key, lens_run
+    from atlas_ui.runs.warm import held, tagged
+    made, page_run = [], main.page_run
+    monkeypatch.setattr(main, "page_run", lambda *args, **kwargs: made.append(page_run(*args, **kwargs)) or made[-1])
+    text = "A dog runs on the beach."
+
+    def opened(view="Logit lens", **params):
+        at = AppTest.from_file(APP, default_timeout=60)
+        at.query_params.update({"model": "en-de", "view": view, "sentence": text, **params})
+        at.run()
+        check_clean(at, view)
+        return at
+
+    _, _, prefix, branch = opened_on_a_branch(translator, text, opened)
+    run, pieces, prefix = made[-1], tuple(branch.output_tokens), tuple(prefix)
+    assert run.text == text and run.target is None and not run.head_mask
+    lens = held().get(tagged(lens_key(run, pieces)))
+    assert isinstance(lens, LensRun) and lens.key == tagged(lens_key(run, pieces)) and lens.output_tokens == pieces
+    assert lens_run(RunKey(run.model, run.device, text, 1, ("lens",) + pieces), 2) is lens
+    decoder = held().get(tagged(decoder_lens_key(run, prefix)))
+    assert isinstance(decoder, DecoderLensRun) and all(row[1][:2] == prefix for row in decoder.rows)
+    scratch = RunKey(run.model, run.device, text, run.beam_size, ("decoder_lens",) + prefix)
+    assert decoder_lens_run(scratch, 2) is decoder
+    opened("Head roles", branch=" ".join(prefix))
+    assert made[-1] == run
+    alignment = held().get(tagged(alignment_key(run, pieces)))
+    assert isinstance(alignment, AlignmentRun) and alignment.output_tokens == pieces
+    assert alignment_run(RunKey(run.model, run.device, text, 1, ("align",) + pieces), 2) is alignment
+    assert len({lens.key, decoder.key, alignment.key, run.digest}) == 4
+
+
 def test_the_share_link_cannot_be_reshaped_by_the_page_path():
     from urllib.parse import parse_qs, urlparse
     from atlas_ui.page.share import markdown_safe_url, share_url

@@ -24,7 +24,7 @@ from .catalogue import ModelRef, file_stamps
 from .lens import _slot
 from .result import read_only
 from .translation import get_translator
-from .warm import RunKey, held, hold
+from .warm import RunKey, held, hold, tagged
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,11 @@ class AlignmentRun:
     key: str
 
 
-def alignment_key(model: ModelRef, device: str, text: str, pieces: tuple, head_mask: tuple = ()) -> str:
-    return "align:" + RunKey(model, device, text, 1, ("align",) + tuple(pieces), tuple(head_mask)).digest
+def alignment_key(run: RunKey, pieces: tuple) -> RunKey:
+    """The alignment of `pieces` (the pieces on screen) for the page's run (page/main.page_run): the
+    run's key as one forced pass (beam 1, no explain) with the tagged target ("align", *pieces).
+    Derived from the page's key, never rebuilt from arguments; held under warm.tagged(key)."""
+    return run.but(beam_size=1, target=("align",) + tuple(pieces), explain=False)
 
 
 def head_roles(model: ModelRef, device: str) -> dict | None:
@@ -71,11 +74,13 @@ def _best_alignment_head(path: str, stamp) -> tuple[int, int] | None:
         return None
 
 
-def alignment_run(model: ModelRef, device: str, text: str, pieces: tuple, slots: int,
-                  head_mask: tuple = ()) -> AlignmentRun:
-    """The alignment of `pieces` (a run's output_tokens) for `text`: held, or computed once per process."""
-    ready = held().get(alignment_key(model, device, text, pieces, head_mask))
-    return ready if ready is not None else _alignment_run(model, device, text, tuple(pieces), slots, tuple(head_mask))
+def alignment_run(key: RunKey, slots: int) -> AlignmentRun:
+    """The alignment of an alignment_key(...) (its text, the pieces of its target, its heads off):
+    held, or computed once per process."""
+    if not (isinstance(key.target, tuple) and key.target[:1] == ("align",)):
+        raise TypeError(f"alignment_run takes an alignment_key, not a run with target {key.target!r}")
+    ready = held().get(tagged(key))
+    return ready if ready is not None else _alignment_run(key, slots)
 
 
 def word_links_of(piece_links, source_owner, output_owner) -> list[tuple[int, int]]:
@@ -85,12 +90,13 @@ def word_links_of(piece_links, source_owner, output_owner) -> list[tuple[int, in
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def _alignment_run(model: ModelRef, device: str, text: str, pieces: tuple, slots: int,
-                   head_mask: tuple = ()) -> AlignmentRun:
-    translator = get_translator(model, device)
+def _alignment_run(key: RunKey, slots: int) -> AlignmentRun:
+    text, pieces = key.text, key.target[1:]
+    translator = get_translator(key.model, key.device)
     semaphore = _slot(slots)
     try:
-        out = translator.translate(text, top_k=0, target=list(pieces), head_mask=set(head_mask) or None, align=True)
+        out = translator.translate(text, top_k=0, target=list(pieces), head_mask=set(key.head_mask) or None,
+                                   align=True)
     finally:
         semaphore.release()
     if tuple(out.output_tokens) != tuple(pieces):
@@ -107,13 +113,13 @@ def _alignment_run(model: ModelRef, device: str, text: str, pieces: tuple, slots
     word_maps = to_words(cross, words.target, words.n_target, words.source, words.n_source)    # (L, H, nt, ns)
     head_links = tuple(tuple(frozenset(links_from_scores(word_maps[layer, h], rule)) for h in range(cross.shape[1]))
                        for layer in range(cross.shape[0]))
-    key = alignment_key(model, device, text, pieces, head_mask)
-    return hold(key, AlignmentRun(
+    name = tagged(key)
+    return hold(name, AlignmentRun(
         output_tokens=tuple(out.output_tokens), links=tuple((int(i), int(j)) for i, j in out.alignment),
         source_words=tuple(source_words), output_words=tuple(output_words), source_owner=tuple(words.source),
         output_owner=tuple(words.target), word_links=tuple(word_links_of(out.alignment, words.source, words.target)),
         cross=read_only(cross), head_links=head_links, method=str(spec["method"]), rule=rule,
-        fallback=not (roles and "method" in roles), key=key))
+        fallback=not (roles and "method" in roles), key=name))
 
 
 def _piece_words(pieces, owners) -> list[str]:

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 import numpy as np
 import streamlit as st
 
-from .catalogue import ModelRef
 from .result import read_only
 from .translation import get_translator, translation_slots
-from .warm import RunKey, held, hold
+from .warm import RunKey, held, hold, tagged
 
 LENS_TOP_K = 5              # pieces kept per cell (the hover and a click show them)
 
@@ -38,12 +37,18 @@ class DecoderLensRun:
     key: str
 
 
-def lens_key(model: ModelRef, device: str, text: str, pieces: tuple, head_mask: tuple = ()) -> str:
-    return "lens:" + RunKey(model, device, text, 1, ("lens",) + tuple(pieces), tuple(head_mask)).digest
+def lens_key(run: RunKey, pieces: tuple) -> RunKey:
+    """The lens over `pieces` (the pieces on screen) for the page's run (page/main.page_run): the run's
+    key as one teacher-forced pass (beam 1, no explain) with the tagged target ("lens", *pieces).
+    Derived from the page's key, never rebuilt from arguments; held under warm.tagged(key)."""
+    return run.but(beam_size=1, target=("lens",) + tuple(pieces), explain=False)
 
 
-def decoder_lens_key(model: ModelRef, device: str, text: str, beam: int, prefix: tuple, head_mask: tuple = ()) -> str:
-    return "decoder_lens:" + RunKey(model, device, text, beam, ("prefix",) + tuple(prefix), tuple(head_mask)).digest
+def decoder_lens_key(run: RunKey, prefix: tuple = ()) -> RunKey:
+    """The DecoderLens translations for the page's run: decoded freely (the run's beam, no reference)
+    after the forced `prefix` of a what-if branch (() on the original), under the tagged target
+    ("decoder_lens", *prefix). Derived from the page's key; held under warm.tagged(key)."""
+    return run.but(target=("decoder_lens",) + tuple(prefix), explain=False)
 
 
 def _slot(slots: int):
@@ -53,56 +58,60 @@ def _slot(slots: int):
     return semaphore
 
 
-def lens_run(model: ModelRef, device: str, text: str, pieces: tuple, slots: int, head_mask: tuple = ()) -> LensRun:
-    """The lens over `pieces` (a run's output_tokens) for `text`: held, or computed once per process."""
-    ready = held().get(lens_key(model, device, text, pieces, head_mask))
-    return ready if ready is not None else _lens_run(model, device, text, tuple(pieces), slots, tuple(head_mask))
+def lens_run(key: RunKey, slots: int) -> LensRun:
+    """The lens of a lens_key(...) (its text, the pieces of its target, its heads off): held, or
+    computed once per process."""
+    if not (isinstance(key.target, tuple) and key.target[:1] == ("lens",)):
+        raise TypeError(f"lens_run takes a lens_key, not a run with target {key.target!r}")
+    ready = held().get(tagged(key))
+    return ready if ready is not None else _lens_run(key, slots)
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def _lens_run(model: ModelRef, device: str, text: str, pieces: tuple, slots: int, head_mask: tuple = ()) -> LensRun:
-    translator = get_translator(model, device)
+def _lens_run(key: RunKey, slots: int) -> LensRun:
+    pieces = key.target[1:]
+    translator = get_translator(key.model, key.device)
     semaphore = _slot(slots)
     try:
-        out = translator.translate(text, capture=False, top_k=LENS_TOP_K, target=list(pieces),
-                                   head_mask=set(head_mask) or None, lens=True)
+        out = translator.translate(key.text, capture=False, top_k=LENS_TOP_K, target=list(pieces),
+                                   head_mask=set(key.head_mask) or None, lens=True)
     finally:
         semaphore.release()
     lens = out.lens
     if tuple(out.output_tokens) != tuple(pieces):
         raise ValueError("the lens read other pieces than those on screen")
     top = tuple(tuple(tuple(piece for piece, _ in cell) for cell in row) for row in lens.top_k)
-    key = lens_key(model, device, text, pieces, head_mask)
-    return hold(key, LensRun(sites=tuple(lens.sites), output_tokens=tuple(out.output_tokens),
-                             chosen_prob=read_only(np.asarray(lens.chosen_prob, dtype=np.float32)),
-                             chosen_rank=read_only(np.asarray(lens.chosen_rank, dtype=np.int32)),
-                             top_pieces=top, top_probs=read_only(np.asarray(lens.top_probs, dtype=np.float32)),
-                             key=key))
+    name = tagged(key)
+    return hold(name, LensRun(sites=tuple(lens.sites), output_tokens=tuple(out.output_tokens),
+                              chosen_prob=read_only(np.asarray(lens.chosen_prob, dtype=np.float32)),
+                              chosen_rank=read_only(np.asarray(lens.chosen_rank, dtype=np.int32)),
+                              top_pieces=top, top_probs=read_only(np.asarray(lens.top_probs, dtype=np.float32)),
+                              key=name))
 
 
-def decoder_lens_run(model: ModelRef, device: str, text: str, beam: int, prefix: tuple, slots: int,
-                     head_mask: tuple = ()) -> DecoderLensRun:
-    """The sentence decoded (greedy or beam `beam`, after the forced `prefix` of a what-if branch)
-    from each encoder layer's output: held, or computed once per process."""
-    ready = held().get(decoder_lens_key(model, device, text, beam, prefix, head_mask))
-    return ready if ready is not None else _decoder_lens_run(model, device, text, beam, tuple(prefix), slots,
-                                                             tuple(head_mask))
+def decoder_lens_run(key: RunKey, slots: int) -> DecoderLensRun:
+    """The sentence of a decoder_lens_key(...) decoded (greedy or beam, after the forced pieces of its
+    target) from each encoder layer's output: held, or computed once per process."""
+    if not (isinstance(key.target, tuple) and key.target[:1] == ("decoder_lens",)):
+        raise TypeError(f"decoder_lens_run takes a decoder_lens_key, not a run with target {key.target!r}")
+    ready = held().get(tagged(key))
+    return ready if ready is not None else _decoder_lens_run(key, slots)
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
-def _decoder_lens_run(model: ModelRef, device: str, text: str, beam: int, prefix: tuple, slots: int,
-                      head_mask: tuple = ()) -> DecoderLensRun:
-    translator = get_translator(model, device)
+def _decoder_lens_run(key: RunKey, slots: int) -> DecoderLensRun:
+    prefix = key.target[1:]
+    translator = get_translator(key.model, key.device)
     layers = translator.config.n_encoder_layers
     rows = []
     for k in range(layers):
         semaphore = _slot(slots)              # one slot per translation: others' runs go between them
         try:
-            out = translator.translate(text, beam_size=beam, capture=False, top_k=0, encoder_layer=k,
-                                       prefix=list(prefix) or None, head_mask=set(head_mask) or None)
+            out = translator.translate(key.text, beam_size=key.beam_size, capture=False, top_k=0, encoder_layer=k,
+                                       prefix=list(prefix) or None, head_mask=set(key.head_mask) or None)
         finally:
             semaphore.release()
         label = f"encoder layer {k}" + (" (the model)" if k == layers - 1 else "")
         rows.append((label, tuple(out.output_tokens), tuple(float(s.prob) for s in out.steps)))
-    key = decoder_lens_key(model, device, text, beam, prefix, head_mask)
-    return hold(key, DecoderLensRun(rows=tuple(rows), key=key))
+    name = tagged(key)
+    return hold(name, DecoderLensRun(rows=tuple(rows), key=name))

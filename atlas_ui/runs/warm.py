@@ -35,7 +35,8 @@ class RunKey:
     key once (page/main.py); the runs read `digest` (what this process holds it under, and its
     figures' cache key) and a related run's key is `but(...)` of it, never rebuilt from arguments.
     `target`: None, a reference text, or a tuple of pieces; tagged tuples name other kinds of run
-    over the same sentence (("prefix", ...) a what-if branch, ("lens", ...), ("align", ...))."""
+    over the same sentence (("prefix", ...) a what-if branch, ("lens", ...), ("decoder_lens", ...),
+    ("align", ...))."""
     model: Any
     device: str
     text: str
@@ -52,6 +53,13 @@ class RunKey:
 
     def but(self, **changes) -> "RunKey":
         return dataclasses.replace(self, **changes)
+
+
+def tagged(key: RunKey) -> str:
+    """What this process holds a tagged run that is not a translation under (runs/lens.py,
+    runs/alignment.py; target ("lens", ...)): "tag:digest", never a translation's plain digest, even
+    for a run forced through pieces that spell the tag."""
+    return f"{key.target[0]}:{key.digest}"
 
 
 def model_key(ref, device: str) -> tuple:

@@ -12,7 +12,8 @@ from ..page import state
 from ..page.common import (chart, column_width, escape_md, n_heads, n_layers, pick_head, pick_kind, pick_layer,
                            shared_figure, shared_table)
 from ..runs.alignment import alignment_key, alignment_run, gold_report, head_roles, parse_gold, sentence_shares
-from ..server.settings import KINDS, MAX_CHARS, max_concurrent
+from ..runs.warm import tagged
+from ..server.settings import KINDS, max_concurrent
 from .base import View, ViewContext
 from .shared import cached_run, head_heatmap
 
@@ -32,10 +33,8 @@ PHONE_CSS = ("<style>@media (max-width:640px){.st-key-roles_maps .heatmaplayer t
 
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
-    text, pieces = ctx.text[:MAX_CHARS], tuple(result.output_tokens)
-    head_mask = tuple(result.head_mask)
-    run = cached_run(alignment_key(ctx.model, ctx.device, text, pieces, head_mask), "Aligning the words…",
-                     lambda: alignment_run(ctx.model, ctx.device, text, pieces, max_concurrent(), head_mask))
+    key = alignment_key(ctx.run, tuple(result.output_tokens))    # the page's run, over the pieces on screen
+    run = cached_run(tagged(key), "Aligning the words…", lambda: alignment_run(key, max_concurrent()))
     roles = head_roles(ctx.model, ctx.device)
     picture = st.container(key="roles_alignment")             # drawn first, filled once the gold is read
     gold_text = state.text_input(

@@ -2,8 +2,6 @@
 from each encoder layer (DecoderLens), issue 33."""
 from __future__ import annotations
 
-import contextlib
-
 import pandas as pd
 import streamlit as st
 
@@ -14,8 +12,8 @@ from viz._labels import show_piece
 from ..page import state
 from ..page.common import STEP_SLIDE_HEIGHT, chart, escape_md, shared_figure, shared_table
 from ..runs.lens import decoder_lens_key, decoder_lens_run, lens_key, lens_run
-from ..runs.warm import held
-from ..server.settings import MAX_CHARS, max_concurrent
+from ..runs.warm import tagged
+from ..server.settings import max_concurrent
 from .base import View, ViewContext
 from .shared import cached_run
 
@@ -29,11 +27,10 @@ PHONE_CSS = ("<style>@media (max-width:640px){.st-key-lens_picture .heatmaplayer
 
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
-    text, pieces = ctx.text[:MAX_CHARS], tuple(result.output_tokens)
-    head_mask = tuple(result.head_mask)
-    lens = cached_run(lens_key(ctx.model, ctx.device, text, pieces, head_mask),
-                      "Reading every layer through the model's head…",
-                      lambda: lens_run(ctx.model, ctx.device, text, pieces, max_concurrent(), head_mask))
+    pieces = tuple(result.output_tokens)
+    key = lens_key(ctx.run, pieces)                         # the page's run, read over the pieces on screen
+    lens = cached_run(tagged(key), "Reading every layer through the model's head…",
+                      lambda: lens_run(key, max_concurrent()))
     sites, T = list(lens.sites), len(lens.output_tokens)
     site, step = selected_cell(lens)
     fig = shared_figure(result, ("lens", lens.key, display.show_space, display.presenter), lambda: logit_lens_figure(
@@ -109,13 +106,10 @@ def cell_table(result, lens, site: int, step: int, show_space: bool) -> None:
 def decoder_lens_table(ctx: ViewContext, show_space: bool) -> None:
     """The translation from each encoder layer (DecoderLens), pieces aligned by step like the what-if
     table; on a branch, each decodes on from the branch's forced pieces."""
-    text, prefix = ctx.text[:MAX_CHARS], ctx.branch_prefix
-    beam = 1 if ctx.target or ctx.result.forced else ctx.beam
-    key = decoder_lens_key(ctx.model, ctx.device, text, beam, prefix, tuple(ctx.result.head_mask))
-    ready = held().get(key)
-    with st.spinner("Decoding from each encoder layer…") if ready is None else contextlib.nullcontext():
-        run = ready or decoder_lens_run(ctx.model, ctx.device, text, beam, prefix, max_concurrent(),
-                                        tuple(ctx.result.head_mask))
+    prefix = ctx.branch_prefix
+    key = decoder_lens_key(ctx.run, prefix)                 # greedy with a reference: the page's run's beam
+    run = cached_run(tagged(key), "Decoding from each encoder layer…",
+                     lambda: decoder_lens_run(key, max_concurrent()))
     st.markdown("**DecoderLens**: the translation when the decoder reads an earlier encoder layer's output"
                 + (" (after the branch's forced pieces)" if prefix else "")
                 + ("; decoded freely, not forced to the reference" if ctx.target else ""))
