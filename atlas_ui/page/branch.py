@@ -2,7 +2,7 @@
 the original / branch switch every view obeys, and the side-by-side of the two translations.
 
 A branch is a prefix: the pieces of the run on screen before a step, then another candidate; the
-model decodes on from there (backend_branch.translate_prefix). The branches of one sentence form
+model decodes on from there (runs/branch.translate_prefix). The branches of one sentence form
 a tree (a branch of a branch); the share link holds the current one (`branch=` pieces, and
 `whatif=original` while the switch shows the original). A click never flips the switch by itself,
 so what was clicked (the candidates, the beam tree) stays put; the comparison appears below it.

@@ -1,5 +1,5 @@
 """Cached what-if runs: the sentence decoded on from a forced prefix (issue 23), and the contrastive
-saliency of one step. Like backend.translate, one Result per process for each call, shared by
+saliency of one step. Like translation.translate, one Result per process for each call, shared by
 every session (st.cache_resource; its arrays are read-only)."""
 from __future__ import annotations
 

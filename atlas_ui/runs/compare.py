@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-# at module level (see backend.py: two threads importing one package at once can deadlock)
+# at module level (see translation.py: two threads importing one package at once can deadlock)
 from transformer.analysis.neighbours import nearest_pieces, source_ids, source_side_ids, swap_word
 
 from .translation import ExplainFailed, get_translator, translate, translate_explained

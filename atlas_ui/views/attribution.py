@@ -57,7 +57,7 @@ SUMMARY_COLUMNS = {"p(chosen) fall, mean": NUMBER, "piece changed, share of step
 
 
 def attribution_view(result, display, explain_note: str, attribution, average, example_count: int):
-    """`attribution()` -> backend_explain.attribution for this run; `average()` -> its mean over
+    """`attribution()` -> runs/explain.attribution for this run; `average()` -> its mean over
     the example sentences. `explain_note`: why the methods beyond raw attention are unavailable."""
     t = step_nav(len(result.steps), display.presenter)
     if explain_note:
