@@ -5,11 +5,12 @@ clear message while the page keeps working. Numbers are checked against the Tran
 from __future__ import annotations
 
 import math
+from functools import partial
 from html.parser import HTMLParser
 
 import pytest
 
-from test_app import MODELS, check_clean, escaped, new_app, specs
+from test_app import MODELS, check_clean, escaped, new_app, opened_on_a_branch, specs
 
 EN = "A man in a blue shirt is riding a bike down the street."
 pytestmark = pytest.mark.skipif("en-de" not in MODELS, reason="needs pretrained/en-de")
@@ -144,10 +145,7 @@ def test_a_branch_a_re_branch_and_the_switch(translator):
 
 
 def test_a_share_link_holds_the_branch(translator):
-    original = translator.translate(EN, top_k=10)
-    prefix = [original.output_tokens[0], original.steps[1].top_k[1][0]]
-    branch = translator.translate(EN, prefix=prefix, top_k=10)
-    at = opened(branch=" ".join(prefix), step="2")
+    at, original, prefix, branch = opened_on_a_branch(translator, EN, partial(opened, step="2"))
     assert shown_text(at) == branch.text and at.radio(key="branch_view").value == "Branch"
     check_side_by_side(at, original, branch, 2, forced_pieces=2)
     assert param(at, "branch") == " ".join(prefix)

@@ -4,10 +4,12 @@ model, and ablation decodes the branch again (same forced prefix) with the heads
 switch on "Original", both describe the original again. Numbers are recomputed from the API."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pytest
 
-from test_app import MODELS, check_clean, new_app, specs, z_array
+from test_app import MODELS, check_clean, new_app, opened_on_a_branch, specs, z_array
 
 EN = "A man in a blue shirt is riding a bike down the street."
 STEP = 2            # 0-based: the first step whose inputs differ between the original and the branch
@@ -15,21 +17,20 @@ MASK = sorted(("cross", 2, h) for h in range(8))
 pytestmark = pytest.mark.skipif("en-de" not in MODELS, reason="needs pretrained/en-de")
 
 
-@pytest.fixture(scope="module")
-def runs(translator):
-    original = translator.translate(EN, top_k=10)
-    prefix = [original.output_tokens[0], original.steps[1].top_k[1][0]]
-    branch = translator.translate(EN, prefix=prefix, top_k=10)
-    assert branch.output_tokens[:STEP] != original.output_tokens[:STEP]
-    return original, prefix, branch
-
-
-def opened(view: str, prefix: list, **params):
+def opened(view: str, **params):
     at = new_app()
-    at.query_params.update({"model": "en-de", "view": view, "sentence": EN, "branch": " ".join(prefix), **params})
+    at.query_params.update({"model": "en-de", "view": view, "sentence": EN, **params})
     at.run()
     check_clean(at, view)
     return at
+
+
+def opened_on_the_branch(translator, view: str, **params):
+    """`view` opened by the link with the what-if branch (test_app.opened_on_a_branch): (AppTest,
+    original, prefix, branch), the branch's inputs differing from the original's before STEP."""
+    at, original, prefix, branch = opened_on_a_branch(translator, EN, partial(opened, view, **params))
+    assert branch.output_tokens[:STEP] != original.output_tokens[:STEP]
+    return at, original, prefix, branch
 
 
 def frame_with(at, *columns):
@@ -61,9 +62,8 @@ def check_attribution(at, translator, run) -> None:
     assert set(summary["steps"]) == {len(run.output_tokens)}
 
 
-def test_attribution_describes_the_branch_on_screen_and_the_original_after_the_switch(translator, runs):
-    original, prefix, branch = runs
-    at = opened("Attribution", prefix, step=str(STEP))
+def test_attribution_describes_the_branch_on_screen_and_the_original_after_the_switch(translator):
+    at, original, _, branch = opened_on_the_branch(translator, "Attribution", step=str(STEP))
     assert at.radio(key="branch_view").value == "Branch" and at.text[0].value == branch.text
     check_attribution(at, translator, branch)
     assert any(c.value.startswith("Showing the branch") for c in at.caption)
@@ -87,13 +87,12 @@ def check_ablation(at, translator, run, ablated) -> None:
     np.testing.assert_allclose(table["ablated"], [s.prob for s in forced.steps], atol=1e-5)
 
 
-def test_ablation_decodes_the_branch_again_with_the_heads_off(translator, runs):
-    original, prefix, branch = runs
+def test_ablation_decodes_the_branch_again_with_the_heads_off(translator):
     ablate = ",".join(f"{k}:{layer}:{h}" for k, layer, h in MASK)
+    at, original, prefix, branch = opened_on_the_branch(translator, "Ablation", ablate=ablate)
     ablated_branch = translator.translate(EN, prefix=prefix, head_mask=set(MASK))
     ablated_original = translator.translate(EN, head_mask=set(MASK))
     assert ablated_branch.output_tokens[:len(prefix)] == prefix and ablated_branch.text != ablated_original.text
-    at = opened("Ablation", prefix, ablate=ablate)
     assert at.radio(key="branch_view").value == "Branch"
     check_ablation(at, translator, branch, ablated_branch)
     assert any("**Branch**" == md.value for md in at.markdown)
