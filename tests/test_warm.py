@@ -110,6 +110,51 @@ def test_the_lens_and_alignment_views_hold_their_runs_under_keys_derived_from_th
     assert len({lens.key, decoder.key, alignment.key, run.digest}) == 4
 
 
+def test_the_attribution_is_held_under_the_key_derived_from_the_page_s_run(translator, monkeypatch):
+    """The Attribution view reads the page's run (page/main.page_run, recorded here as the page makes
+    it): what it draws is held under explain.attribution_name(attribution_key(that run, pieces)), and
+    attribution() of an equal key built from scratch (a rerun's, another session's) gets the same
+    numbers, not a second perturbation test. On a what-if branch the key is forced through the
+    branch's pieces (beam 1); with a reference and beam 4 asked, it is the page's forced run (beam 1,
+    the reference). Fails when the view holds the attribution under a key built another way (the beam
+    asked for, explain=True as the page's run has it, the plain digest of the run)."""
+    from streamlit.testing.v1 import AppTest
+    from test_app import APP, check_clean, opened_on_a_branch
+    from atlas_ui.page import main
+    from atlas_ui.runs.explain import Attribution, attribution, attribution_key, attribution_name
+    from atlas_ui.runs.warm import held
+    made, page_run = [], main.page_run
+    monkeypatch.setattr(main, "page_run", lambda *args, **kwargs: made.append(page_run(*args, **kwargs)) or made[-1])
+    text, reference = "A dog runs on the beach.", "Ein Hund läuft am Strand."
+
+    def opened(**params):
+        at = AppTest.from_file(APP, default_timeout=120)
+        at.query_params.update({"model": "en-de", "view": "Attribution", "sentence": text, "step": "1", **params})
+        at.run()
+        check_clean(at, "Attribution")
+        return at
+
+    _, _, _, branch = opened_on_a_branch(translator, text, opened)
+    run, pieces = made[-1], tuple(branch.output_tokens)
+    assert run.text == text and run.target is None and run.explain           # the view needs the explained run
+    key = attribution_key(run, pieces)
+    assert key == RunKey(run.model, run.device, text, 1, pieces)
+    drawn = held().get(attribution_name(key))
+    assert isinstance(drawn, Attribution) and tuple(drawn["output_tokens"]) == pieces
+    assert attribution(RunKey(run.model, run.device, text, 1, pieces), 2) is drawn
+    assert held().get(key.digest) is not drawn and held().get(attribution_name(run)) is None
+
+    opened(ref=reference, beam="4")
+    run = made[-1]
+    assert run.target == reference and run.beam_size == 1 and run.explain
+    key = attribution_key(run)
+    assert key == RunKey(run.model, run.device, text, 1, reference)
+    forced = held().get(attribution_name(key))
+    assert isinstance(forced, Attribution) and forced is not drawn
+    assert attribution(RunKey(run.model, run.device, text, 1, reference), 2) is forced
+    assert held().get(attribution_name(key.but(beam_size=4))) is None
+
+
 def test_the_share_link_cannot_be_reshaped_by_the_page_path():
     from urllib.parse import parse_qs, urlparse
     from atlas_ui.page.share import markdown_safe_url, share_url

@@ -23,6 +23,7 @@ from transformer.explain.faithfulness import perturbation_summary, perturbation_
 from .translation import get_translator, translation_slots
 from .catalogue import file_stamps
 from .result import read_only
+from .warm import RunKey, held, hold
 
 METHODS = ("attention", "norm", "alti+", "saliency")
 METHOD_LABELS = {"attention": "raw cross-attention (mean of layers and heads)",
@@ -68,25 +69,48 @@ def content_positions(translator, source_ids) -> list:
 
 class Attribution(dict):
     """attribution()'s numbers: a dict that can be weakly referenced, so a process can hand it out
-    without st.cache_resource's hashing (warm.held; views/base.py ViewContext.attribution)."""
+    without st.cache_resource's hashing (warm.held; attribution() below)."""
+
+
+def attribution_key(run: RunKey, pieces: tuple | None = None) -> RunKey:
+    """The run whose attribution is shown, for the page's run (page/main.page_run): the run itself
+    (its reference, or decoded freely with its beam) or, with `pieces` (a what-if branch's pieces on
+    screen), forced through them; beam 1 when forced, explain=False (attribution() explains it
+    itself). Derived from the page's key, never rebuilt from arguments; held under
+    attribution_name(key)."""
+    target = tuple(pieces) if pieces else run.target
+    return run.but(beam_size=1 if target else run.beam_size, target=target, explain=False)
+
+
+def attribution_name(key: RunKey) -> str:
+    """What this process holds the attribution of `key` under: never the translation's own digest."""
+    return "attribution:" + key.digest
+
+
+def attribution(key: RunKey, slots: int) -> Attribution:
+    """For the run of an attribution_key(...): {method: (T, S)} scores (rows sum to 1), the
+    perturbation test (one row per method, step and k), its summary per method and k, and Spearman
+    correlations per step and pair of methods (over the non-special source pieces). Held, or
+    computed once per process (a room on one link asks for the same one: no hashing of the key)."""
+    ready = held().get(attribution_name(key))
+    return ready if ready is not None else _attribution(key, slots)
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)     # shared, read only: no unpickled copy per session
-def attribution(path, device: str, text: str, beam_size: int, target, slots: int, head_mask: tuple = ()) -> dict:
-    """For one run: {method: (T, S)} scores (rows sum to 1), the perturbation test (one row per
-    method, step and k), its summary per method and k, and Spearman correlations per step and pair
-    of methods (over the non-special source pieces)."""
-    translator = get_translator(path, device)
+def _attribution(key: RunKey, slots: int) -> Attribution:
+    translator = get_translator(key.model, key.device)
+    head_mask = tuple(key.head_mask)
     with translation_slot(slots):             # the perturbation passes are model work too
-        out = _run_explained(translator, text, beam_size, target, head_mask)
+        out = _run_explained(translator, key.text, key.beam_size, key.target, head_mask)
         scores = method_scores(out)
         frame = perturbation_test(translator, out, scores, head_mask=set(head_mask) or None)
     positions = content_positions(translator, out.source_ids)
     correlations = (rank_correlations(scores, positions) if len(positions) > 1
                     else pd.DataFrame(columns=["step", "method_a", "method_b", "spearman"]))
-    return Attribution(scores={name: read_only(np.array(value)) for name, value in scores.items()}, perturbation=frame,
-                       summary=perturbation_summary(frame), correlations=correlations,
-                       output_tokens=list(out.output_tokens), source_tokens=list(out.source_tokens))
+    return hold(attribution_name(key), Attribution(
+        scores={name: read_only(np.array(value)) for name, value in scores.items()}, perturbation=frame,
+        summary=perturbation_summary(frame), correlations=correlations,
+        output_tokens=list(out.output_tokens), source_tokens=list(out.source_tokens)))
 
 
 def correlation_summary(correlations: pd.DataFrame) -> pd.DataFrame:
@@ -122,13 +146,15 @@ def _correlation_summary(correlations: pd.DataFrame) -> pd.DataFrame:
 
 
 @st.cache_resource(max_entries=8, show_spinner=False)
-def attribution_average(path, device: str, texts: tuple, beam_size: int, slots: int) -> dict:
+def attribution_average(examples: RunKey, texts: tuple, slots: int) -> dict:
     """The perturbation summary and mean correlations pooled over every step of every sentence
-    in `texts` (each step weighs the same); sentences that cannot be translated are skipped."""
+    in `texts` (each step weighs the same), each the attribution of `examples.but(text=...)` (the
+    examples' decoding derived from the page's run: views/base.ViewContext.examples_run); sentences
+    that cannot be translated are skipped."""
     frames, correlations, used = [], [], 0
     for text in texts:
         try:
-            part = attribution(path, device, text, beam_size, None, slots)
+            part = attribution(attribution_key(examples.but(text=text)), slots)
         except ValueError:
             continue
         used += 1

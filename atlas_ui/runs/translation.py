@@ -146,12 +146,14 @@ def _translate_explained(run: RunKey, slots: int) -> Result | ExplainFailed:
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)     # shared, read only: no unpickled copy per session
-def example_statistics(model: ModelRef, device: str, texts: tuple, beam_size: int, slots: int) -> dict:
-    """kind -> head statistics averaged over `texts` (each sentence weighs the same)."""
+def example_statistics(examples: RunKey, texts: tuple, slots: int) -> dict:
+    """kind -> head statistics averaged over `texts` (each sentence weighs the same), each translated as
+    `examples.but(text=...)` (the examples' decoding derived from the page's run:
+    views/base.ViewContext.examples_run)."""
     frames: dict = {}
     for text in texts:
         try:
-            result = translate(RunKey(model, device, text, beam_size), slots)
+            result = translate(examples.but(text=text), slots)
         except ValueError:
             continue
         for kind, frame in kind_statistics(result).items():

@@ -14,12 +14,13 @@ import streamlit as st
 from ..page import branch
 from ..runs.translation import example_statistics, get_translator, translate
 from ..runs.branch import branch_key, translate_prefix
-from ..runs.explain import attribution, attribution_average
+from ..runs.explain import attribution, attribution_average, attribution_key, attribution_name
 from ..runs.catalogue import ModelRef
 from ..page.common import Display
 from ..runs.result import Result
 from ..server.settings import MAX_CHARS, max_concurrent
-from ..runs.warm import RunKey, held, hold
+from ..runs.warm import RunKey, held
+from .shared import cached_run
 
 
 @dataclass(frozen=True)
@@ -82,29 +83,29 @@ class ViewContext:
         """(positions, d_model): what the model's encoder adds at positions 0..positions-1."""
         return get_translator(self.model, self.device).positional_table(positions)
 
+    def examples_run(self) -> RunKey:
+        """The decoding the averages over the example sentences use, derived from the page's run: no
+        reference, the beam asked for, no heads off, not explained; each example is its
+        `but(text=...)`. (No text of its own: one key for every sentence on the page.)"""
+        return self.run.but(text="", beam_size=self.beam, target=None, head_mask=(), explain=False)
+
     def example_stats(self) -> dict:
         """kind -> head statistics averaged over the example sentences."""
-        return example_statistics(self.model, self.device, self.example_texts(), self.beam, max_concurrent())
+        return example_statistics(self.examples_run(), self.example_texts(), max_concurrent())
 
     def attribution(self) -> dict:
-        """The Attribution view's numbers for the run on screen (same decoding and reference). A
-        branch is forced through its own pieces: the same teacher-forced numbers as the branch, cached
-        by those pieces."""
-        prefix = self.branch_prefix
-        target = tuple(self.result.output_tokens) if prefix else self.target
-        beam, text = 1 if target else self.beam, self.text[:MAX_CHARS]
+        """The Attribution view's numbers for the run on screen (same decoding and reference), under
+        the key derived from the page's run (runs/explain.attribution_key). A branch is forced through
+        its own pieces: the same teacher-forced numbers as the branch, cached by those pieces."""
+        key = attribution_key(self.run, tuple(self.result.output_tokens) if self.branch_prefix else None)
         # held already (a rerun, a room on one link): no spinner, whose timer thread and transient
-        # element every session would pay for, and no hashing of the arguments
-        key = "attribution:" + self.run.but(text=text, beam_size=beam, target=target, explain=False).digest
-        ready = held().get(key)
-        if ready is not None:
-            return ready
-        with st.spinner("Comparing the methods and running the perturbation test…"):
-            return hold(key, attribution(self.model, self.device, text, beam, target, max_concurrent()))
+        # element every session would pay for, and no hashing of the key
+        return cached_run(attribution_name(key), "Comparing the methods and running the perturbation test…",
+                          lambda: attribution(key, max_concurrent()))
 
     def attribution_average(self) -> dict:
         """The attribution's perturbation summary and correlations over the example sentences."""
-        return attribution_average(self.model, self.device, self.example_texts(), self.beam, max_concurrent())
+        return attribution_average(self.examples_run(), self.example_texts(), max_concurrent())
 
 
 @dataclass(frozen=True)
