@@ -1,6 +1,7 @@
 """atlas_ui/runs/warm.py: what the process holds, weakly, so the page skips progress widgets only when
 there is truly nothing to wait for."""
 import gc
+from pathlib import Path
 
 from atlas_ui.runs.translation import translate
 from atlas_ui.runs.warm import RunKey, hold, holds, model_key
@@ -48,13 +49,13 @@ def test_a_translation_is_held_under_its_key_while_cached():
 
 def test_a_branch_is_held_under_the_key_derived_from_the_page_s_run():
     """The page names its run once (page/main.page_run); the what-if branch it shows is translate_prefix
-    of branch_key(that run, prefix), held under that key's digest and keyed by it: one key in one
+    of branch_key(that run, prefix), held under warm.tagged of that key and keyed by it: one key in one
     place, so an equal key (a view's, a later rerun's) gets the same Result, not a second decoding."""
     from atlas_ui.page.branch import branch_run
     from atlas_ui.page.main import page_run
     from atlas_ui.runs.branch import branch_key, translate_prefix
     from atlas_ui.runs.catalogue import ModelRef
-    from atlas_ui.runs.warm import held
+    from atlas_ui.runs.warm import held, tagged
     ref, text = ModelRef("pretrained/en-de"), "A dog runs on the beach."
     run = page_run(ref, "cpu", text, "", 1)
     original = translate(run, 2)
@@ -62,10 +63,49 @@ def test_a_branch_is_held_under_the_key_derived_from_the_page_s_run():
     branch = branch_run(run, prefix)                                        # what the page shows
     key = branch_key(run, prefix)
     assert key == RunKey(ref, "cpu", text, 1, ("prefix",) + prefix)
-    assert branch.key == key.digest and held().get(key.digest) is branch
+    assert branch.key == tagged(key) == "prefix:" + key.digest and held().get(tagged(key)) is branch
     assert translate_prefix(RunKey(ref, "cpu", text, 1, ("prefix",) + prefix), 2) is branch
     assert tuple(branch.output_tokens[:2]) == prefix and branch.output_tokens != original.output_tokens
-    assert not holds(key.but(explain=True).digest) and key.digest != run.digest
+    assert not holds(tagged(key.but(explain=True))) and not holds(key.digest) and key.digest != run.digest
+
+
+def test_a_branch_and_a_run_forced_through_a_piece_spelled_prefix_are_held_apart(tmp_path):
+    """A branch's key is the run's with the target ("prefix", *pieces); a run forced through pieces
+    ("prefix", *pieces) has that same digest. The branch is held under warm.tagged ("prefix:digest"),
+    so the forced run gets its own Result (and figures: Result.key) and neither hands out the other.
+    The model is pretrained/en-de with one unused piece renamed "prefix" (its vocabulary has none).
+    Fails when branches are held under the plain digest: the forced run is then the branch."""
+    import shutil
+    from sentencepiece import sentencepiece_model_pb2
+    from atlas_ui.runs.branch import branch_key, translate_prefix
+    from atlas_ui.runs.catalogue import ModelRef
+    from atlas_ui.runs.warm import held, tagged
+    from transformer.tokenizer import Tokenizer
+    shipped, folder, text = Path("pretrained/en-de"), tmp_path / "en-de", "A dog runs on the beach."
+    folder.mkdir()
+    for name in ("config.json", "model.safetensors", "card.json"):
+        shutil.copyfile(shipped / name, folder / name)
+    vocabulary = sentencepiece_model_pb2.ModelProto()
+    vocabulary.ParseFromString((shipped / "spm.model").read_bytes())
+    shipped_pieces = Tokenizer.load(shipped / "spm.model")
+    renamed = len(vocabulary.pieces) - 1                                 # "è": not in this sentence
+    assert vocabulary.pieces[renamed].piece not in shipped_pieces.encode_pieces(text)
+    vocabulary.pieces[renamed].piece = "prefix"
+    (folder / "spm.model").write_bytes(vocabulary.SerializeToString())
+    run = RunKey(ModelRef(str(folder)), "cpu", text, 1)
+    original = translate(run, 2)
+    prefix = (original.output_tokens[0], original.steps[1][2][1][0])      # the second choice at step 2
+    assert "prefix" not in original.output_tokens
+    key = branch_key(run, prefix)
+    forced_key = run.but(target=("prefix",) + prefix)
+    assert forced_key.digest == key.digest                               # one digest: the tag keeps them apart
+    branch = translate_prefix(key, 2)
+    forced = translate(forced_key, 2)
+    assert forced is not branch and forced.key != branch.key
+    assert tuple(forced.output_tokens) == ("prefix",) + prefix and forced.forced
+    assert tuple(branch.output_tokens[:2]) == prefix and not branch.forced
+    assert held().get(tagged(key)) is branch and held().get(forced_key.digest) is forced
+    assert translate_prefix(key, 2) is branch and translate(forced_key, 2) is forced
 
 
 def test_the_lens_and_alignment_views_hold_their_runs_under_keys_derived_from_the_page_s_run(translator, monkeypatch):

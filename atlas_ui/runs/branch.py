@@ -11,33 +11,32 @@ from .translation import get_translator, translation_slots
 from .catalogue import ModelRef
 from .result import Result, to_result
 from ..server.settings import TOP_K
-from .warm import RunKey, held, hold
+from .warm import RunKey, held, hold, tagged
 
 
 def branch_key(run: RunKey, prefix: tuple) -> RunKey:
     """`run` decoded on from the forced pieces `prefix` (a what-if branch): its key is the run's
-    with the tagged target ("prefix", *pieces), never equal to a plain run's. Derived from the
-    page's key (page/main.page_run), never rebuilt from arguments."""
+    with the tagged target ("prefix", *pieces), held under warm.tagged(key) ("prefix:digest"), never
+    a plain run's name, even a run forced through pieces that start with one spelled "prefix".
+    Derived from the page's key (page/main.page_run), never rebuilt from arguments."""
     return run.but(target=("prefix",) + tuple(prefix))
 
 
 def translate_prefix(run: RunKey, slots: int) -> Result:
     """translate(text, prefix=pieces) for a branch_key(...): the pieces forced, then greedy or beam
     search goes on; with head_mask, the branch decoded again with those heads off (the Ablation view
-    on a branch). One Result per key, held under `run.digest` (the run this process holds already
+    on a branch). One Result per key, held under warm.tagged(run) (the run this process holds already
     is handed out without st.cache_resource's hashing: every session of a room on a link with a
     branch asks for the same one). ValueError (unknown piece, </s> before the end, longer than
     max_len) passes through uncached."""
-    ready = held().get(run.digest)
-    if isinstance(ready, Result):
-        return ready
-    return _translate_prefix(run, slots)
+    if not (isinstance(run.target, tuple) and run.target[:1] == ("prefix",)):
+        raise TypeError(f"translate_prefix takes a branch_key, not a run with target {run.target!r}")
+    ready = held().get(tagged(run))
+    return ready if ready is not None else _translate_prefix(run, slots)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _translate_prefix(run: RunKey, slots: int) -> Result:
-    if not (isinstance(run.target, tuple) and run.target[:1] == ("prefix",)):
-        raise TypeError(f"translate_prefix takes a branch_key, not a run with target {run.target!r}")
     prefix = run.target[1:]
     translator = get_translator(run.model, run.device)
     semaphore = translation_slots(slots)
@@ -48,7 +47,8 @@ def _translate_prefix(run: RunKey, slots: int) -> Result:
                                    explain=bool(run.explain), head_mask=set(run.head_mask) or None)
     finally:
         semaphore.release()
-    return hold(run.digest, to_result(out, str(translator.device), tuple(run.head_mask), run.digest))
+    name = tagged(run)                            # also the Result's key: its figures are its own
+    return hold(name, to_result(out, str(translator.device), tuple(run.head_mask), name))
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

@@ -56,9 +56,9 @@ class RunKey:
 
 
 def tagged(key: RunKey) -> str:
-    """What this process holds a tagged run that is not a translation under (runs/lens.py,
-    runs/alignment.py; target ("lens", ...)): "tag:digest", never a translation's plain digest, even
-    for a run forced through pieces that spell the tag."""
+    """What this process holds a tagged run under (runs/branch.py, runs/lens.py, runs/alignment.py;
+    target ("prefix", ...), ("lens", ...)): "tag:digest", never a translation's plain digest, even
+    for a run forced through pieces that start with one spelling the tag."""
     return f"{key.target[0]}:{key.digest}"
 
 
