@@ -91,6 +91,33 @@ def test_a_new_view_needs_only_its_registry_entry(monkeypatch):
     assert len(seen) == 1 and at.get("plotly_chart")
 
 
+def test_the_text_a_view_gets_is_the_page_run_s_already_cut(monkeypatch):
+    """ctx.text reaches ViewContext.variant (Ablation, Beam) cut to MAX_CHARS: it is the page's run's
+    text (page/sentences.split_input cuts the input, page/main.page_run names the run), so variant
+    derives its runs from ctx.run without cutting again, for one long sentence and for several."""
+    from atlas_ui.server.settings import MAX_CHARS
+    seen: list = []
+    off = (("cross", 0, 0),)
+
+    def render(ctx: ViewContext):
+        seen.append((ctx, ctx.variant(head_mask=off)))
+        return go.Figure()
+    monkeypatch.setitem(VIEWS, "Fake", View(name="Fake", title="A view that asks for a variant",
+                                            explains="A view that asks for the run with one head off.",
+                                            render=render))
+    one = " ".join(["A dog runs after a red ball"] * 40)                 # no sentence end: one sentence
+    several = "A dog runs. " + one + ". A cat sleeps."                   # the second one shown, cut
+    for text, shown, params in ((one, one[:MAX_CHARS], {}), (several, several[12:MAX_CHARS], {"sentence_no": "2"})):
+        at = new_app()
+        at.query_params.update(sentence=text, view="Fake", **params)
+        at.run()
+        check_clean(at, "long text")
+        assert any(f"{MAX_CHARS} characters" in w.value for w in at.warning)
+        ctx, ablated = seen[-1]
+        assert len(text) > MAX_CHARS and ctx.text == shown == ctx.run.text
+        assert ablated.key == ctx.run.but(head_mask=off, explain=False).digest and ablated.head_mask == off
+
+
 @pytest.mark.parametrize("norm_switch", [True, False])
 def test_the_registry_entry_decides_whether_the_run_is_explained(monkeypatch, norm_switch):
     """A link asking for norm-weighted values gets an explained run only for a view with the switch."""

@@ -31,7 +31,7 @@ class ViewContext:
     display: Display
     examples: list                 # example rows (dicts by language code) for this model
     source_key: str                # the examples' column of the model's source language
-    text: str                      # the input sentence
+    text: str                      # the input sentence, cut to MAX_CHARS: run.text
     reference: str                 # the reference translation ("" when none is forced)
     model: ModelRef
     device: str
@@ -47,7 +47,8 @@ class ViewContext:
         return tuple(row[self.source_key] for row in self.examples if row.get(self.source_key))
 
     def translate_other(self, text: str) -> Result:
-        """A second sentence with the same model and decoding, no reference (Masks and Compare)."""
+        """A second sentence with the same model and decoding, no reference (the Masks view). Cut to
+        MAX_CHARS here: it is not the page's text but an example sentence, read from a file."""
         text, explain = text[:MAX_CHARS], bool(self.display.norm)
         # a translation this process holds needs no spinner (a timer thread and a transient element
         # per run of every session; Masks asks twice a run), as attribution() below
@@ -69,15 +70,15 @@ class ViewContext:
 
     def variant(self, head_mask: tuple = (), pieces: tuple | None = None) -> Result:
         """This sentence again: with heads switched off, and/or forced through the given pieces.
-        On a branch, heads off without pieces decodes the branch again (same forced prefix)."""
+        On a branch, heads off without pieces decodes the branch again (same forced prefix). The
+        text is the page's run's (page/sentences.split_input cut it to MAX_CHARS already)."""
         prefix = self.branch_prefix
         if prefix and pieces is None and head_mask:
-            return translate_prefix(branch_key(self.run, prefix).but(text=self.text[:MAX_CHARS], beam_size=self.beam,
-                                                                     head_mask=tuple(head_mask), explain=False),
-                                    max_concurrent())
+            return translate_prefix(branch_key(self.run, prefix).but(beam_size=self.beam, head_mask=tuple(head_mask),
+                                                                     explain=False), max_concurrent())
         target = pieces if pieces is not None else self.target
-        return translate(self.run.but(text=self.text[:MAX_CHARS], beam_size=1 if target else self.beam, target=target,
-                                      head_mask=tuple(head_mask), explain=False), max_concurrent())
+        return translate(self.run.but(beam_size=1 if target else self.beam, target=target, head_mask=tuple(head_mask),
+                                      explain=False), max_concurrent())
 
     def positional_table(self, positions: int):
         """(positions, d_model): what the model's encoder adds at positions 0..positions-1."""
