@@ -59,7 +59,8 @@ def test_a_left_out_bike_stands_out_and_nothing_else_is_flagged(en_de):
     omission = out.diagnosis.omission
     bike = out.source_tokens.index("\u2581bike")
     others = [float(x) for t, x in enumerate(omission) if t != bike]
-    assert omission[bike] > max(others) + 0.3                          # the strongest evidence is on "bike"
+    # the strongest evidence is on "bike": its score stands far above every other word's
+    assert omission[bike] >= 0.25 and omission[bike] > 5 * max(others)
     text = summary(out)
     assert "Nothing looks" not in text and ("“bike”" in text or text.startswith("No word is flagged, but"))
 

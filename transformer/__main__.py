@@ -1,4 +1,4 @@
-"""Command line: translate, train, evaluate, analyze, heads (see shared/docs/api.md)."""
+"""Command line: translate, train, evaluate, analyze, heads, lexicon, diagnose (see shared/docs/api.md)."""
 from __future__ import annotations
 
 import argparse
@@ -52,6 +52,12 @@ def main(argv=None) -> int:
     p.add_argument("--data-dir", default=None, help=f"Multi30k folder (default {DEFAULT_DATA_DIR})")
     p.add_argument("--split", default="train")
 
+    p = sub.add_parser("lexicon", help="write MODEL/lexicon.tsv.gz: which words translate which in the training "
+                                       "data (diagnosis's lexicon gap)")
+    p.add_argument("model", nargs="?", default="pretrained/en-de")
+    p.add_argument("--data-dir", default=None, help=f"Multi30k folder (default {DEFAULT_DATA_DIR})")
+    p.add_argument("--split", default="train")
+
     from .analysis.heads_cli import add_args as add_heads_args
     add_heads_args(sub.add_parser("heads", help="head roles (positional, rare word, sink, alignment) over a corpus; "
                                                 "writes MODEL/head_roles.json"))
@@ -85,6 +91,11 @@ def main(argv=None) -> int:
         record = write_source_pieces(args.model, tr, lines, described)
         print(f"{record['pieces_seen']} of {record['vocab_size']} pieces occur in {record['data']}; "
               f"wrote {os.path.join(args.model, SOURCE_PIECES)}")
+        return 0
+    if args.command == "lexicon":
+        from .diagnosis.lexicon import write_lexicon
+        from .training.data import resolve_data_dir
+        print(write_lexicon(args.model, resolve_data_dir(args.data_dir), args.split))
         return 0
     if args.command == "heads":
         from .analysis.heads_cli import run as run_heads

@@ -23,8 +23,12 @@ from .warm import held, hold
 
 LOG = logging.getLogger("atlas_ui")
 SIGNAL_NAMES = {"log_p": "log p", "pmi": "contrastive conditioning (source gain)",
-                "deletion_drop": "source-word deletion (coverage)", "unmet_demand": "unmet demand"}
-SOURCE_SIGNALS = ("deletion_drop", "unmet_demand")      # one value per source piece
+                "deletion_drop": "source-word deletion (coverage)", "unmet_demand": "unmet demand",
+                "lexicon_gap": "a lexicon of its training data (lexicon gap)"}
+# The panels of the Diagnosis view: one value per output piece, one per source piece. The lexicon
+# gaps are in each flag's evidence (the flag table), not panels: two more would crowd a projector.
+OUTPUT_SIGNALS = ("log_p", "pmi")
+SOURCE_SIGNALS = ("deletion_drop", "unmet_demand")
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,7 @@ def to_findings(dg, n_source: int, n_output: int) -> Findings:
         hallucination=read_only(np.asarray(dg.hallucination, dtype=np.float32)),
         omission=read_only(np.asarray(dg.omission, dtype=np.float32)), flags=flags,
         output_evidence={k: read_only(v) for k, v in signals.items()
-                         if v.shape == (n_output,) and k not in SOURCE_SIGNALS},
+                         if v.shape == (n_output,) and k in OUTPUT_SIGNALS},
         source_evidence={k: read_only(v) for k, v in signals.items()
                          if v.shape == (n_source,) and k in SOURCE_SIGNALS},
         missing=tuple(str(m) for m in (dg.missing or ())))

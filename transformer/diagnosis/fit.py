@@ -23,6 +23,7 @@ import numpy as np
 
 from .scores import (OUTPUT_FEATURES, SENTENCE_FEATURES, SOURCE_FEATURES, WEIGHTS_FILE, features,
                         sentence_features, word_scores)
+from .lexicon import lexicon_for
 from .signals import Item, compute_signals, word_groups
 from ..explain.faithfulness import average_ranks
 
@@ -147,9 +148,9 @@ class Fitted:
 
 
 def featurise(tr, all_cases) -> Fitted:
-    special = frozenset(tr.engine.special_ids)
+    special, lexicon = frozenset(tr.engine.special_ids), lexicon_for(tr)
     signals = compute_signals(tr, [c.item for c in all_cases], tr.gates(None))
-    return Fitted(all_cases, [features(s, c.item, special) for s, c in zip(signals, all_cases)])
+    return Fitted(all_cases, [features(s, c.item, special, lexicon) for s, c in zip(signals, all_cases)])
 
 
 # The word models learn from realistic errors only: with the synthetic partial and appended cases

@@ -176,9 +176,10 @@ def _touches(spans: list, labels: np.ndarray) -> bool:
 
 
 def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
-    """The issue's table for one model: ROC AUC of the combination and of one raw signal each
-    (omission: -(fall of log p(translation) when the word is deleted); substitution: -log p of the
-    piece) over non-special pieces, per kind; and how the flags behave."""
+    """The issue's table for one model: ROC AUC of the combination and of each raw signal alone
+    (omission: -(fall of log p(translation) when the word is deleted), unmet demand, the lexicon gap;
+    substitution: -log p of the piece, -pmi, the lexicon gap) over non-special pieces, per kind; and
+    how the flags behave."""
     from .fit import roc_auc
     out = {}
     by_kind: dict[str, list] = {}
@@ -200,10 +201,14 @@ def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
         out[("auc", name, "combination")] = pool(kinds, "source", lambda d: d.omission)
         out[("auc", name, "deletion drop")] = pool(kinds, "source", lambda d: -d.signals["deletion_drop"])
         out[("auc", name, "unmet demand")] = pool(kinds, "source", lambda d: d.signals["unmet_demand"])
+        if all("source_lexicon_gap" in d.signals for d in diagnoses):
+            out[("auc", name, "lexicon gap")] = pool(kinds, "source", lambda d: d.signals["source_lexicon_gap"])
     for name, kinds in (("substitution", ["substitution"]), ("partial", ["partial", "correct"])):
         out[("auc", name, "combination")] = pool(kinds, "output", lambda d: d.hallucination)
         out[("auc", name, "log p")] = pool(kinds, "output", lambda d: -d.signals["log_p"])
         out[("auc", name, "pmi")] = pool(kinds, "output", lambda d: -d.signals["pmi"])
+        if all("output_lexicon_gap" in d.signals for d in diagnoses):
+            out[("auc", name, "lexicon gap")] = pool(kinds, "output", lambda d: d.signals["output_lexicon_gap"])
 
     def spans(d, kind):
         return [(f.start, f.end) for f in d.flags if f.kind == kind]

@@ -26,13 +26,16 @@ from pathlib import Path
 
 import numpy as np
 
+from .lexicon import Lexicon, lexicon_for
 from .signals import Item, Signals, compute_signals, is_punctuation, word_groups
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS_FILE = "diagnosis.json"
 # Oriented so that higher = more suspicious; the fitted coefficients are all >= 0.
-OUTPUT_FEATURES = ["neg_log_p", "neg_pmi", "neg_support", "neg_mean_log_p"]
-SOURCE_FEATURES = ["neg_drop", "unmet_max", "unmet_sum", "neg_drop_max"]
+# lexicon_gap (lexicon.py) is 0 for models without a lexicon; weights name the columns they use, so
+# weights fitted without it (the generic default) read only their own.
+OUTPUT_FEATURES = ["neg_log_p", "neg_pmi", "neg_support", "neg_mean_log_p", "lexicon_gap"]
+SOURCE_FEATURES = ["neg_drop", "unmet_max", "unmet_sum", "neg_drop_max", "lexicon_gap"]
 SENTENCE_FEATURES = ["mean_log_p", "mean_pmi", "min_log_p_window", "min_pmi_window", "low_pmi_share",
                      "min_pmi_window4", "pmi_p10", "mean_hallucination", "max_hallucination", "flagged_share"]
 
@@ -53,7 +56,7 @@ class Diagnosis:
     omission: np.ndarray             # float32 (S,)
     flags: list
     signals: dict = field(default_factory=dict)    # the raw per-piece signals behind the scores
-    missing: list = field(default_factory=list)    # signals this model could not give (none so far)
+    missing: list = field(default_factory=list)    # signals this model could not give ("lexicon_gap" without a lexicon)
 
 
 def _window(x: np.ndarray, radius: int) -> np.ndarray:
@@ -83,9 +86,21 @@ def output_words(item: Item | None, T: int, special: set | frozenset = frozenset
     return groups, flaggable
 
 
-def features(sig: Signals, item: Item | None = None, special: set | frozenset = frozenset()) -> dict:
+def _lexicon_gaps(lexicon: Lexicon | None, item: Item | None, source_groups: list, output_groups: list):
+    """Per source word and per output word, lexicon.gaps() between the two sides; zeros without a
+    lexicon or pieces."""
+    if lexicon is None or item is None:
+        return np.zeros(len(source_groups)), np.zeros(len(output_groups))
+    src = ["".join(str(item.source_pieces[j]) for j in g) for g in source_groups]
+    out = ["".join(str(item.output_pieces[t]) for t in g) for g in output_groups]
+    return np.array(lexicon.gaps(src, out, "source")), np.array(lexicon.gaps(out, src, "target"))
+
+
+def features(sig: Signals, item: Item | None = None, special: set | frozenset = frozenset(),
+             lexicon: Lexicon | None = None) -> dict:
     """Word-level features: output words (Wo, F) with their groups, source words (W, F); the
-    sentence's features (F,); and the named raw signals per piece."""
+    sentence's features (F,); and the named raw signals per piece. Columns: OUTPUT_FEATURES and
+    SOURCE_FEATURES."""
     lp, pmi = sig.log_p, sig.log_p - sig.log_p_null
     T = len(lp)
     drops = sig.log_p[None, :] - sig.deletion                                     # (W, T)
@@ -95,20 +110,41 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
                             for g in sig.words], dtype=bool)
     support = drops[on].max(0) if on.any() else np.zeros(T)                      # (T,) best single word's support
     groups, flaggable = output_words(item, T, special)
-    out = np.array([[(-lp[g]).max(), (-pmi[g]).max(), -support[g].max(), -lp[g].mean()] for g in groups]).reshape(-1, 4)
+    source_gap, output_gap = _lexicon_gaps(lexicon, item, sig.words, groups)
+    out = np.array([[(-lp[g]).max(), (-pmi[g]).max(), -support[g].max(), -lp[g].mean(), output_gap[i]]
+                    for i, g in enumerate(groups)]).reshape(-1, len(OUTPUT_FEATURES))
     per_word = drops.sum(1) if len(drops) else np.zeros(0)
     src = np.array([[-_slog(per_word[w]), sig.unmet[w].max(initial=0.0), np.log1p(sig.unmet[w].sum()),
-                     -_slog(drops[w].max(initial=0.0))] for w in range(len(sig.words))]).reshape(-1, 4)
+                     -_slog(drops[w].max(initial=0.0)), source_gap[w]]
+                    for w in range(len(sig.words))]).reshape(-1, len(SOURCE_FEATURES))
     lp_w, pmi_w = _window(lp, 2), _window(pmi, 2)
     sentence = np.array([float(lp.mean()), float(pmi.mean()), lp_w.min(), pmi_w.min(), float((pmi_w < 0.5).mean()),
                          _window(pmi, 4).min(), float(np.percentile(pmi, 10))])
     S = sum(len(g) for g in sig.words)
-    drop_piece, unmet_piece = np.zeros(S), np.zeros(S)
+    drop_piece, unmet_piece, source_gap_piece = np.zeros(S), np.zeros(S), np.zeros(S)
     for w, group in enumerate(sig.words):
         drop_piece[group], unmet_piece[group] = per_word[w], sig.unmet[w].max(initial=0.0)
+        source_gap_piece[group] = source_gap[w]
+    output_gap_piece = np.zeros(T)
+    for i, g in enumerate(groups):
+        output_gap_piece[g] = output_gap[i]
     raw = {"log_p": lp, "pmi": pmi, "deletion_drop": drop_piece, "unmet_demand": unmet_piece}
+    if lexicon is not None:
+        raw.update(source_lexicon_gap=source_gap_piece, output_lexicon_gap=output_gap_piece)
     return {"output": out, "output_groups": groups, "output_flaggable": flaggable,
-            "source": src, "source_groups": sig.words, "source_flaggable": on, "sentence": sentence, "raw": raw}
+            "source": src, "source_groups": sig.words, "source_flaggable": on, "sentence": sentence, "raw": raw,
+            "missing": [] if lexicon is not None else ["lexicon_gap"]}
+
+
+def _columns(model: dict, x: np.ndarray) -> np.ndarray:
+    """The columns of a full feature matrix (OUTPUT_ or SOURCE_FEATURES) that `model` was fitted on:
+    those its "features" name, else its first len(coef)."""
+    names = model.get("features")
+    if not names:
+        return x[:, :len(model["coef"])]
+    names = list(names)
+    full = OUTPUT_FEATURES if set(names) - set(SOURCE_FEATURES) else SOURCE_FEATURES
+    return x if names == full else x[:, [full.index(n) for n in names]]
 
 
 def word_scores(model: dict, x: np.ndarray, groups: list, flaggable: np.ndarray, n: int) -> np.ndarray:
@@ -116,7 +152,7 @@ def word_scores(model: dict, x: np.ndarray, groups: list, flaggable: np.ndarray,
     word cannot be flagged."""
     scores = np.zeros(n, dtype=np.float64)
     if len(groups):
-        word = _predict(model, x) * flaggable
+        word = _predict(model, _columns(model, x)) * flaggable
         for g, value in zip(groups, word):
             scores[g] = value
     return scores
@@ -180,8 +216,9 @@ def _spans(scores: np.ndarray, threshold: float) -> list[tuple[int, int]]:
     return spans
 
 
-def combine(sig: Signals, weights: dict, item: Item | None = None, special: set | frozenset = frozenset()) -> Diagnosis:
-    return scored(features(sig, item, special), weights, item)
+def combine(sig: Signals, weights: dict, item: Item | None = None, special: set | frozenset = frozenset(),
+            lexicon: Lexicon | None = None) -> Diagnosis:
+    return scored(features(sig, item, special, lexicon), weights, item)
 
 
 def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
@@ -198,16 +235,23 @@ def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
             "pieces": list(item.output_pieces[a:b]) if item else [],
             "min_log_p": float(raw["log_p"][a:b].min()),
             "min_source_gain": float(raw["pmi"][a:b].min()),
-            "explains": "low probability, and the source adds little over the prefix alone (pmi, nats)"}))
+            **({"lexicon_gap": float(raw["output_lexicon_gap"][a:b].max())} if "output_lexicon_gap" in raw else {}),
+            "explains": "low probability, the source adds little over the prefix alone (pmi, nats)"
+                        + (", and no source word is one it usually translates (lexicon gap, 0-1)"
+                           if "output_lexicon_gap" in raw else "")}))
     for a, b in _spans(omission, 0.5):
         flags.append(Flag("omission", a, b, float(omission[a:b].max()), {
             "pieces": list(item.source_pieces[a:b]) if item else [],
             "deletion_drop": float(raw["deletion_drop"][a:b].min()),
             "unmet_demand": float(raw["unmet_demand"][a:b].max()),
+            **({"lexicon_gap": float(raw["source_lexicon_gap"][a:b].max())} if "source_lexicon_gap" in raw else {}),
             "explains": "the word pulls the model towards pieces the translation never writes (unmet demand), "
-                        "and deleting it does not lower log p(translation) (nats)"}))
+                        "deleting it does not lower log p(translation) (nats)"
+                        + (", and the words it is usually translated by are missing (lexicon gap, 0-1)"
+                           if "source_lexicon_gap" in raw else "")}))
     return Diagnosis(sentence, hallucination, omission, flags,
-                     signals={k: np.asarray(v, dtype=np.float32) for k, v in raw.items()})
+                     signals={k: np.asarray(v, dtype=np.float32) for k, v in raw.items()},
+                     missing=list(f.get("missing", [])))
 
 
 def item_of(tr, out) -> Item:
@@ -225,8 +269,8 @@ def diagnose_items(tr, items: list[Item], head_mask=None, weights: dict | None =
             raise ValueError("diagnosis needs at least one source piece and one output piece")
     weights = weights or diagnosis_weights(tr)
     signals = compute_signals(tr, items, tr.gates(head_mask), budget, bf16)
-    special = frozenset(tr.engine.special_ids)
-    return [combine(sig, weights, it, special) for sig, it in zip(signals, items)]
+    special, lexicon = frozenset(tr.engine.special_ids), lexicon_for(tr)
+    return [combine(sig, weights, it, special, lexicon) for sig, it in zip(signals, items)]
 
 
 def diagnose(tr, out, head_mask=None, weights: dict | None = None) -> Diagnosis:

@@ -1,0 +1,152 @@
+"""A bilingual lexicon of the model's training corpus, for diagnosis (issue 30).
+
+Why: the deletion drop asks the model whether the translation needs a source word, so it cannot see
+a word the model itself drops, and a fluent reference without a small adjective barely moves it. A
+lexicon asks something else: does the other side hold any word this word is usually translated by?
+"red" with no "rot..." in the translation, "Baumwolle" with no "cotton" in the source.
+
+The lexicon is word co-occurrence over the training pairs, scored by the Dice coefficient
+2·c(s, t) / (c(s) + c(t)) (Smadja et al. 1996), on lowercased words cut to their first 4 and, in a
+second table, 5 characters, so that German inflections and compounds ("rote", "roten"; "Holzbank")
+count as one word; a gap is the mean over both tables. Nothing of the
+diagnosis protocol's aligner (eflomal, word_align.py) is used. Ship it as MODEL_DIR/lexicon.tsv.gz:
+
+    python -m transformer lexicon pretrained/en-de --data-dir ../shared/data/multi30k
+
+Models without the file (Hugging Face models) get zero lexicon evidence: their scores are as before.
+"""
+from __future__ import annotations
+
+import gzip
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+LEXICON_FILE = "lexicon.tsv.gz"
+STEMS = (4, 5)             # characters kept of each lowercased word, one table per length (see gaps())
+MIN_COUNT = 5              # pairs a word must occur in to be known
+MIN_PAIR_COUNT = 2         # pairs a word pair must share to be kept
+MIN_DICE = 0.02            # weaker associations are dropped (they never decide a gap)
+MIN_TOP = 0.1              # a word whose best association is weaker has no usual translation: no evidence
+WORD = re.compile(r"\w+")
+
+
+def stem(word: str, length: int = STEMS[-1]) -> str | None:
+    """The lexicon's key for a word or a word's pieces joined ('▁Fahr' 'rad' -> 'fahrr'); None for
+    punctuation and special pieces."""
+    text = word.replace("▁", "").lower()
+    return text[:length] if WORD.fullmatch(text) else None
+
+
+@dataclass
+class Lexicon:
+    source_lang: str
+    target_lang: str
+    by_source: dict = field(default_factory=dict)     # stem length -> source stem -> {target stem: dice}
+    by_target: dict = field(default_factory=dict)     # stem length -> target stem -> {source stem: dice}
+
+    @classmethod
+    def from_pairs(cls, sources: list[str], targets: list[str], source_lang: str, target_lang: str) -> "Lexicon":
+        """Dice over training pairs, per stem length; each stem counts once per pair."""
+        lex = cls(source_lang, target_lang)
+        for length in STEMS:
+            def stems(text):
+                return {s for s in (stem(w, length) for w in WORD.findall(text)) if s}
+            c_s, c_t, c_st = Counter(), Counter(), Counter()
+            for a, b in zip(sources, targets):
+                sa, sb = stems(a), stems(b)
+                c_s.update(sa)
+                c_t.update(sb)
+                c_st.update((x, y) for x in sa for y in sb)
+            for (x, y), n in c_st.items():
+                if n < MIN_PAIR_COUNT or c_s[x] < MIN_COUNT or c_t[y] < MIN_COUNT:
+                    continue
+                dice = 2 * n / (c_s[x] + c_t[y])
+                if dice >= MIN_DICE:
+                    lex.add(length, x, y, round(dice, 4))
+        return lex
+
+    def add(self, length: int, source_stem: str, target_stem: str, dice: float) -> None:
+        self.by_source.setdefault(length, {}).setdefault(source_stem, {})[target_stem] = dice
+        self.by_target.setdefault(length, {}).setdefault(target_stem, {})[source_stem] = dice
+
+    def save(self, path: str | Path) -> None:
+        rows = sorted((n, s, t, d) for n, table in self.by_source.items() for s, row in table.items()
+                      for t, d in row.items())
+        text = (f"# {self.source_lang}\t{self.target_lang}\tstems={','.join(map(str, STEMS))}\n"
+                + "".join(f"{n}\t{s}\t{t}\t{d}\n" for n, s, t, d in rows))
+        with open(path, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
+            f.write(text.encode("utf-8"))          # no name or time: the same corpus gives the same bytes
+
+    @classmethod
+    def read(cls, path: str | Path) -> "Lexicon":
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        header = lines[0].lstrip("# ").split("\t")
+        lex = cls(header[0], header[1])
+        by_source, by_target = lex.by_source, lex.by_target        # plain dict work: ~80k rows per model
+        for line in lines[1:]:
+            n, s, t, d = line.split("\t")
+            n, d = int(n), float(d)
+            by_source.setdefault(n, {}).setdefault(s, {})[t] = d
+            by_target.setdefault(n, {}).setdefault(t, {})[s] = d
+        return lex
+
+    def gaps(self, words: list[str], other: list[str], side: str) -> list[float]:
+        """Per word (text or joined pieces), how much stronger its usual translation is than the best
+        one among `other`'s words: top Dice - best Dice present, in [0, 1], 0 where it has no usual
+        translation (unknown, or none at MIN_TOP); the mean over the stem lengths. Short stems join a
+        German word's inflections and compounds ('rote', 'roten'; 'Holzbank', 'Holzsteg' -> 'holz'),
+        long ones keep apart what short ones conflate ('fahren', 'Fahrrad'). side: "source" (is the
+        word's translation among `other`?) or "target" (is any of `other` a word it translates?)."""
+        tables = self.by_source if side == "source" else self.by_target
+        out = np.zeros(len(words))
+        for length in STEMS:
+            table = tables.get(length, {})
+            present = {s for s in (stem(w, length) for w in other) if s}
+            for i, w in enumerate(words):
+                key = stem(w, length)
+                row = table.get(key) if key else None
+                top = max(row.values()) if row else 0.0
+                if top >= MIN_TOP:
+                    out[i] += top - max((d for t, d in row.items() if t in present), default=0.0)
+        return (out / len(STEMS)).tolist()
+
+
+@lru_cache(maxsize=8)
+def read_lexicon(folder: str) -> Lexicon | None:
+    path = Path(folder) / LEXICON_FILE
+    return Lexicon.read(path) if path.is_file() else None
+
+
+def lexicon_for(tr) -> Lexicon | None:
+    """The lexicon beside the model's weights (the folder Translator.load opened), if any and in the
+    model's direction."""
+    if getattr(tr, "path", None) is None:
+        return None
+    lex = read_lexicon(str(tr.path))
+    if lex is None or (lex.source_lang, lex.target_lang) != (tr.source_lang, tr.target_lang):
+        return None
+    return lex
+
+
+def write_lexicon(model_dir: str | Path, data_dir, split: str = "train") -> str:
+    """Build the lexicon of a model's training pairs and write it beside its weights; a one-line report."""
+    import json
+
+    from ..training.data import read_split
+    config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+    src, tgt = config["source_lang"], config["target_lang"]
+    lex = Lexicon.from_pairs(read_split(data_dir, split, src), read_split(data_dir, split, tgt), src, tgt)
+    out = Path(model_dir) / LEXICON_FILE
+    lex.save(out)
+    read_lexicon.cache_clear()
+    longest = STEMS[-1]
+    pairs = sum(len(row) for row in lex.by_source[longest].values())
+    return (f"wrote {out}: {pairs} word pairs over {len(lex.by_source[longest])} {src} and "
+            f"{len(lex.by_target[longest])} {tgt} words at {longest} characters (and shorter stems), "
+            f"{out.stat().st_size:,} bytes")
