@@ -3,10 +3,10 @@
 `forced.forced_pass` hands out log-probabilities only (it runs without capture), and
 `explain.explain_run` decomposes one sentence at a time (about 50 ms each). Head roles need both
 kinds of evidence for a thousand pairs, so this runs the model from its weights through
-`explain.model_view` (any family explain supports) on padded batches planned as forced.py plans
-them, with key-padding masks, and decomposes every block of the whole batch at once: per-head
-weights (every kind), Kobayashi et al.'s per-layer norm score ‖Σ_h α_hij f_h(x_j)‖ for
-cross-attention, and ALTI+ (Ferrando et al. 2022) rolled out over [source | prefix], with
+`explain.model_view` (any family explain supports) and alti.run's walk, on padded batches planned
+as forced.py plans them, with key-padding masks, and decomposes every block of the whole batch at
+once: per-head weights (every kind), Kobayashi et al.'s per-layer norm score ‖Σ_h α_hij f_h(x_j)‖
+for cross-attention, and ALTI+ (Ferrando et al. 2022) rolled out over [source | prefix], with
 alti.py's maths. A padded key has weight 0, so it moves nothing and contributes exactly 0.
 tests/test_head_roles.py checks that B = 1 equals explain_run and that padding changes nothing.
 """
@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..capture import KINDS, no_capture
-from ..explain.alti import _gate, alti_contributions, attention_block, ffn_block, linearise_norm
+from ..explain.alti import alti_contributions, linearise_norm, run
 from ..explain.model_view import model_view
 from ..forced import Row, plan_chunks
 
@@ -78,25 +78,6 @@ class _Collector:
         self.contributions.append((a.kind, c.view(B, Tq, -1).float()))
 
 
-def _run(view, source, keep, fed, on_block, gates=None) -> torch.Tensor:
-    """alti.run with key-padding masks: the decoder's last hidden state (B, T, D). Padding sits
-    after each row's real pieces, so the causal mask keeps every real position exact."""
-    pad = keep[:, None, None, :]                                                       # (B, 1, 1, S)
-    x = view.encoder_input(view.source_embedding(source))
-    for attention, feed_forward in view.encoder:
-        x = attention_block(view, attention, x, x, pad, _gate(gates, attention), on_block)
-        x = ffn_block(view, feed_forward, x)
-    memory = view.encoder_final(x)                                                     # (B, S, D)
-    T = fed.shape[1]
-    causal = torch.ones(T, T, dtype=torch.bool, device=fed.device).tril()[None, None]  # (1, 1, T, T)
-    h = view.decoder_input(view.target_embedding(fed))
-    for self_attention, cross, feed_forward in view.decoder:
-        h = attention_block(view, self_attention, h, h, causal, _gate(gates, self_attention), on_block)
-        h = attention_block(view, cross, h, memory, pad, _gate(gates, cross), on_block)
-        h = ffn_block(view, feed_forward, h)
-    return h
-
-
 def _rollout(contributions: list, B: int, S: int, T: int) -> torch.Tensor:
     """ALTI+ as alti.decompose rolls it out, batched: (B, T, S) source contributions."""
     kw = dict(dtype=torch.float32, device=contributions[0][1].device)
@@ -133,7 +114,8 @@ def corpus_pass(tr, pairs: list[tuple[list, list]], reduce: Callable[[PassBatch]
                 fed[b, : len(rows[r].fed_ids)] = torch.tensor(rows[r].fed_ids)
             fed = fed.to(tr.device)
             collect = _Collector(view.norm_first, decompose)
-            hidden = _run(view, source, keep, fed, collect, gates)                           # (B, T, D)
+            e_source, e_target = view.source_embedding(source), view.target_embedding(fed)
+            hidden = run(view, e_source, e_target, gates, collect, keep=keep)               # (B, T, D)
             B, S = source.shape
             weights = {kind: torch.stack(w, 1).cpu().numpy() for kind, w in collect.weights.items()}
             batch = PassBatch(

@@ -94,12 +94,15 @@ def ffn_block(view: ModelView, f, x):
     return x + f.fn(f.norm(x)) if view.norm_first else f.norm(x + f.fn(x))
 
 
-def run(view: ModelView, e_source, e_target, gates=None, on_block=None):
+def run(view: ModelView, e_source, e_target, gates=None, on_block=None, keep=None):
     """The whole model from scaled token embeddings (B, S, D), (B, T, D): the decoder's last
-    hidden state (B, T, D), before its final norm and the output projection."""
+    hidden state (B, T, D), before its final norm and the output projection. keep (B, S) bool,
+    True on real source pieces, masks padded keys (corpus_pass.py); None: no padding. Padding sits
+    after each row's real pieces, so the causal mask keeps every real target position exact."""
+    pad = None if keep is None else keep[:, None, None, :]                            # (B, 1, 1, S)
     x = view.encoder_input(e_source)
     for attention, feed_forward in view.encoder:
-        x = attention_block(view, attention, x, x, None, _gate(gates, attention), on_block)
+        x = attention_block(view, attention, x, x, pad, _gate(gates, attention), on_block)
         x = ffn_block(view, feed_forward, x)
     memory = view.encoder_final(x)                                                    # (B, S, D)
     T = e_target.shape[1]
@@ -107,7 +110,7 @@ def run(view: ModelView, e_source, e_target, gates=None, on_block=None):
     h = view.decoder_input(e_target)
     for self_attention, cross, feed_forward in view.decoder:
         h = attention_block(view, self_attention, h, h, causal, _gate(gates, self_attention), on_block)
-        h = attention_block(view, cross, h, memory, None, _gate(gates, cross), on_block)
+        h = attention_block(view, cross, h, memory, pad, _gate(gates, cross), on_block)
         h = ffn_block(view, feed_forward, h)
     return h
 
