@@ -165,12 +165,20 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--bf16", action="store_true", help="diagnose under bfloat16 autocast (the CLI's --bf16)")
     parser.add_argument("--no-alti", action="store_true", help="skip the ALTI+ and Wass-to-Unif rows (slow)")
+    parser.add_argument("--speed", action="store_true", help="only the speed ratio, on a ~20-piece val sentence")
     args = parser.parse_args(argv)
     if args.n > FIT_FROM:
         parser.error(f"--n {args.n}: the sentence model was fitted on val pairs {FIT_FROM} onwards; "
                      f"the benchmark must stay within val[:{FIT_FROM}]")
     torch.set_num_threads(args.threads)
     data_dir = resolve_data_dir(args.data_dir)
+    if args.speed:
+        for path in args.models:
+            tr = Translator.load(path)
+            tokens, b, d = speed(tr, read_split(data_dir, "val", tr.source_lang)[:60])
+            print(f"{path}: on a {tokens}-piece output translate(capture=True) {b * 1000:.1f} ms, with diagnose=True "
+                  f"{d * 1000:.1f} ms, ratio {d / b:.2f} ({args.threads} threads)", flush=True)
+        return 0
     tables, realistic, notes = [], [], []
     for path in args.models:
         tr, sources, table, real, rate = run_model(path, data_dir, args.n, not args.no_alti, args.bf16)
