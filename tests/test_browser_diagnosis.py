@@ -1,6 +1,7 @@
 """Browser tests of "What went wrong" (issue 22) in Chromium: a share link that forces another
-sentence's reference shows the framed pieces and the summary, and a click on a flagged piece in
-the Diagnosis view opens its step in Decoding steps."""
+sentence's reference shows the framed pieces and the summary, a click on a flagged piece in
+the Diagnosis view opens its step in Decoding steps, and a phone shows the chart's whole title and
+y numbers apart."""
 from __future__ import annotations
 
 import re
@@ -96,3 +97,37 @@ def test_the_diagnosis_line_is_readable_in_the_dark_theme(browser, tmp_path):
         assert (seen + 0.05) / (dark + 0.05) >= 4.5, colours
         assert page.problems == []
         page.context.close()
+
+
+# The chart's title lines and its y numbers, as boxes on the screen.
+TITLE_AND_Y_NUMBERS = """() => {
+    const gd = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
+    const box = el => { const r = el.getBoundingClientRect(); return {text: el.textContent, left: r.left,
+                        right: r.right, top: r.top, bottom: r.bottom}; };
+    const numbers = Array.from(gd.querySelectorAll('g[class$="tick"] text'))          // .ytick, .y2tick, ...
+        .filter(el => /^y[0-9]*tick$/.test(el.parentNode.getAttribute('class')) && el.textContent.trim());
+    return {width: window.innerWidth, titles: Array.from(gd.querySelectorAll('.gtitle')).map(box),
+            numbers: numbers.map(box)};
+}"""
+
+
+def test_a_phone_shows_the_whole_title_and_the_y_numbers_apart(browser, app_url):
+    """At 390x844 the one-line title "Diagnosis of the forced translation · detached score 0.xx" ran
+    past the window's right edge; the score is now the title's second, smaller line."""
+    page = open_page(browser, link(app_url, view="Diagnosis", sentence=SENTENCE, ref=SUBSTITUTED), viewport=(390, 844))
+    wait_charts_drawn(page, 1)
+    drawn = page.evaluate(TITLE_AND_Y_NUMBERS)
+    assert drawn["titles"] and "".join(t["text"] for t in drawn["titles"]).startswith("Diagnosis of")
+    for title in drawn["titles"]:
+        assert 0 <= title["left"] and title["right"] <= drawn["width"], title
+    assert any("detached score" in t["text"] for t in drawn["titles"])
+    # every y number apart from the others (a panel's axis: three numbers where they fit, else two)
+    numbers = drawn["numbers"]
+    assert len(numbers) >= 6                      # six panels, each with its numbers
+    for i, a in enumerate(numbers):
+        for b in numbers[i + 1:]:
+            apart = a["bottom"] <= b["top"] + 1 or b["bottom"] <= a["top"] + 1 \
+                or a["right"] <= b["left"] + 1 or b["right"] <= a["left"] + 1
+            assert apart, (a, b)
+    assert page.problems == []
+    page.context.close()

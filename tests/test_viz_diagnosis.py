@@ -95,3 +95,63 @@ def test_built_figure_equals_its_validated_rebuild_and_serialises_fast():
     assert drop_empty(json.loads(fig.to_json())) == drop_empty(json.loads(rebuilt.to_json()))
     import orjson                      # plotly.io's fast path: no Python walk of the figure
     orjson.dumps(fig.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+
+
+def y_numbers(fig, axis_name: str) -> tuple[list, float, float]:
+    """(tickvals, px between the closest two, the labels' font size) of one panel's y axis, as the
+    figure is laid out: its domain of the plot's height (the figure's less its margins)."""
+    axis, margin = fig.layout[axis_name], fig.layout.margin
+    panel_px = (axis.domain[1] - axis.domain[0]) * (fig.layout.height - margin.t - margin.b)
+    ticks = sorted(float(v) for v in axis.tickvals)
+    px = panel_px / (axis.range[1] - axis.range[0])
+    pitch = min((b - a) * px for a, b in zip(ticks, ticks[1:])) if len(ticks) > 1 else float("inf")
+    return ticks, pitch, (axis.tickfont.size if axis.tickfont and axis.tickfont.size else 12)
+
+
+def many_panels(height: int):
+    """The app's six panels (two scores, four evidence signals): ~14 px each in 300 px, ~27 px in the
+    app's 470 px, ~100 px in 1400 px."""
+    rng = np.random.default_rng(0)
+    out = {"log_p": (rng.random(22) * 14 - 12).tolist(), "pmi": (rng.random(22) * 12 - 1).tolist()}
+    src = {"deletion_drop": (rng.random(20) * 18 - 6).tolist(), "unmet_demand": rng.random(20).tolist()}
+    return diagnosis_figure(rng.random(22), [f"▁o{i}" for i in range(22)], rng.random(20),
+                            [f"▁s{i}" for i in range(20)], output_evidence=out, source_evidence=src,
+                            title="t", note="n", height=height)
+
+
+@pytest.mark.parametrize("height", [300, 470, 1400])
+def test_a_short_panel_keeps_its_y_numbers_apart(height):
+    """Presenter mode at 1280x720 drew "0", "−5", "−10" on top of each other in the ~23 px log p
+    panel (plotly.js's three automatic numbers). Every y axis now carries its numbers: three where
+    they stand two font sizes apart, else two (or one), never closer than the font size + 4 px;
+    presenter_figure's thinning keeps the far end, not 0."""
+    from viz import presenter_figure
+    fig = many_panels(height)
+    axes = [f"yaxis{'' if k == 0 else k + 1}" for k in range(6)]
+    counts = []
+    for figure in (fig, presenter_figure(fig, max_height=480)):
+        for name in axes:
+            ticks, pitch, font = y_numbers(figure, name)
+            assert 1 <= len(ticks) <= 3 and pitch >= font + 4, (height, name, ticks, pitch, font)
+            assert any(t != 0 for t in ticks), (name, ticks)                   # not 0 alone
+            lo, hi = figure.layout[name].range
+            assert all(lo <= t <= hi for t in ticks), (name, ticks, lo, hi)   # every number drawn
+        counts.append([len(y_numbers(figure, name)[0]) for name in axes])
+    panel = fig.layout.yaxis2.domain[1] - fig.layout.yaxis2.domain[0]
+    panel_px = panel * (height - fig.layout.margin.t - fig.layout.margin.b)
+    if panel_px < 50:
+        assert max(counts[0]) <= 2, (panel_px, counts)
+    if height == 1400:                                 # room: the scores keep their threshold too
+        assert counts[0][0] == 3 and list(fig.layout.yaxis.tickvals) == [0, 0.5, 1]
+        assert all(count == 3 for count in counts[0]), counts
+    assert fig.layout.title.text == "t<br><sup>n</sup>" and fig.layout.margin.t > 50   # two title lines
+
+
+def test_evidence_numbers_are_round_and_near_the_bars_ends():
+    from viz.diagnosis import value_ticks
+    span, ticks = value_ticks([-13.8, -1.0, 0.0], 23)
+    assert ticks == [-12.0, 0.0] and span[0] < -13.8 and span[1] == 0.0
+    assert value_ticks([-13.8, 0.0], 80)[1] == [-12.0, -6.0, 0.0]
+    assert value_ticks([-5.2, 11.0], 23)[1] == [10.0, -5.0]          # 0 too close to 10: both ends
+    assert value_ticks([0.0, 0.0], 23) == ([0.0, 1.05], [1.0, 0.0])  # nothing to draw: still a scale
+    assert value_ticks([0.3, 0.05], 8)[1] == [0.3]                   # no room for two

@@ -14,6 +14,7 @@ from ._base import (as_array, as_probabilities, figure_title, matrix_margins, po
                     token_axis)
 from ._figure import build_figure
 from ._labels import display_tokens, escape_html, escape_label, is_special, show_piece
+from .export import LABEL_PITCH
 from .panels import UNSUPPORTED
 
 OMITTED = "#1b7837"                 # green: "the translation may leave this source word out"
@@ -29,6 +30,54 @@ EVIDENCE_HELP = {"log_p": "log p: low = the model doubts the piece",
                  "unmet_demand": "unmet demand: the probability the word moves onto pieces the translation "
                                  "never writes, high = its translation is missing"}
 MAX_LISTED = 3                      # spans named in the summary sentence
+
+
+# A panel's y numbers (plotly.js's 12 px type): three where they stand TICKS_3_PITCH font sizes
+# apart, else two where they stand LABEL_PITCH apart (a label's box is ~1.3 em tall), else one.
+# Six panels in the app's 470-480 px are ~25 px each: three numbers stood on top of each other there.
+TICK_FONT, TICKS_3_PITCH = 12, 2.0
+NICE = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8, 9)      # a round number's first digits
+
+
+def _nice(x: float) -> float:
+    """A round number between 3/4 |x| and |x|, with x's sign: a tick near the end of the bars."""
+    if x == 0:
+        return 0.0
+    power = 10.0 ** np.floor(np.log10(abs(x)))
+    first = max(m for m in NICE + (10,) if m * power <= abs(x) * (1 + 1e-9))
+    return float(np.copysign(round(first * power, 12), x))
+
+
+def _fitting(choices: list, span: list, panel_px: float, font: float = TICK_FONT) -> list:
+    """The first tick list of `choices` whose neighbours stand far enough apart on a `panel_px`-px
+    panel showing `span`, else the last. Lists put the far end first: presenter_figure thins a
+    crowded axis to every k-th tick from the first, which then keeps the end, not 0."""
+    px = panel_px / max(span[1] - span[0], 1e-12)
+    for ticks in choices:
+        values = sorted(ticks)
+        need = (TICKS_3_PITCH if len(ticks) > 2 else LABEL_PITCH) * font
+        if len(values) < 2 or min(b - a for a, b in zip(values, values[1:])) * px >= need:
+            return list(ticks)
+    return list(choices[-1])
+
+
+def value_ticks(values, panel_px: float, font: float = TICK_FONT) -> tuple[list, list]:
+    """(range, tickvals) of an evidence panel `panel_px` px tall: its bars from 0 with 5% to spare,
+    round numbers near the far end and at 0 (and halfway, or near the other end, where there is
+    room for three); where 0 stands too close, near both ends (bars on both sides; the zero line is
+    drawn), else near the far end alone."""
+    values = np.asarray(values, dtype=float)
+    finite = values[np.isfinite(values)]
+    lo, hi = min(float(finite.min(initial=0.0)), 0.0), max(float(finite.max(initial=0.0)), 0.0)
+    if hi - lo < 1e-9:
+        hi = lo + 1.0
+    pad = 0.05 * (hi - lo)
+    span = [lo - pad if lo < 0 else 0.0, hi + pad if hi > 0 else 0.0]
+    far, other = (lo, hi) if -lo >= hi else (hi, lo)
+    end = _nice(far)
+    three = [end, 0.0, _nice(other)] if abs(other) >= abs(far) / 3 else [end, end / 2, 0.0]
+    both = [[end, _nice(other)]] if _nice(other) != 0 else []     # further apart than the end and 0
+    return span, _fitting([three, [end, 0.0], *both, [end]], span, panel_px, font)
 
 
 def _scores(values, pieces: Sequence, name: str) -> np.ndarray:
@@ -74,11 +123,14 @@ def _bars(values: np.ndarray, flagged: np.ndarray, part: int, labels: list, name
 def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, source_tokens: Sequence[str], *,
                      output_evidence: Mapping[str, Sequence[float]] | None = None,
                      source_evidence: Mapping[str, Sequence[float]] | None = None, threshold: float = 0.5,
-                     title: str = "", show_space: bool = False, height: int | None = None) -> go.Figure:
+                     title: str = "", note: str = "", show_space: bool = False,
+                     height: int | None = None) -> go.Figure:
     """Stacked panels sharing their piece axis: each output piece's "unsupported" score (T,), then
     each of its evidence signals; then each source piece's "left out" score (S,) and its evidence.
     Pieces at or above `threshold` are coloured (purple: unsupported, green: left out). Every bar's
-    customdata is [part (0 output, 1 source), index, label], so a click names its piece."""
+    customdata is [part (0 output, 1 source), index, label], so a click names its piece.
+    `note`: the title's second, smaller line (one long line is cut on a phone). Each panel's y axis
+    gets as many numbers (3, 2 or 1) as its height in px keeps apart (value_ticks)."""
     outputs, sources = [str(t) for t in output_tokens], [str(t) for t in source_tokens]
     h, o = _scores(hallucination, outputs, "hallucination"), _scores(omission, sources, "omission")
     panels = [(OUTPUT, "unsupported score", h, h >= threshold, ".2f")]
@@ -91,6 +143,11 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
               SOURCE: display_tokens(sources, show_space=show_space)}
     n, gap = len(panels), 0.08
     size = (1.0 - gap * n - 0.06) / n                  # gap: each panel's name; 0.06: the output pieces' ticks
+    height = height or 120 + 95 * n
+    # the numbers' and the source pieces' room from the start: plotly.js draws the figure once
+    margin = matrix_margins(["−0.00"], labels[SOURCE], y_size=12, x_size=tick_font_size(len(sources)),
+                            colorbar=None, top=(66 if note else 50) if title else 20, y_title=False)
+    panel_px = size * (height - margin["t"] - margin["b"])     # each panel's height on the screen
     traces, layout, names = [], {}, []
     top = 1.0 - gap
     for k, (part, name, values, flagged, fmt) in enumerate(panels):
@@ -98,9 +155,12 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
         lastof = k == n - 1 or panels[k + 1][0] != part
         traces.append(_bars(values, flagged, part, labels[part], name, axis, fmt))
         if name.endswith("score"):
-            layout[f"yaxis{axis}"] = dict(range=[0, 1], tickvals=[0, threshold, 1], automargin=True)
+            ticks = _fitting([[0, threshold, 1], [1, 0], [1]], [0.0, 1.0], panel_px)
+            layout[f"yaxis{axis}"] = dict(range=[0, 1], tickvals=ticks, automargin=True)
         else:
-            layout[f"yaxis{axis}"] = dict(automargin=True, zeroline=True, zerolinecolor="#999", nticks=3)
+            span, ticks = value_ticks(values, panel_px)
+            layout[f"yaxis{axis}"] = dict(range=span, tickvals=ticks, automargin=True, zeroline=True,
+                                          zerolinecolor="#999")
         layout[f"yaxis{axis}"].update(domain=[max(top - size, 0.0), top], showgrid=True, gridcolor="#eeeeee")
         # the panel's name above it, not as an axis title: short panels would stack turned titles
         names.append(dict(text=f"<b>{escape_label(name)}</b>", xref="paper", yref="paper", x=0.0, y=top,
@@ -110,12 +170,8 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
         layout[f"xaxis{axis}"] = x
         top -= size + gap + (0.06 if lastof and part == OUTPUT else 0.0)
     link_axes(layout, panels)
-    layout.update(title=figure_title(title), height=height or 120 + 95 * n, plot_bgcolor="white", annotations=names,
-                  # the numbers' and the source pieces' room from the start: plotly.js draws the figure once
-                  margin=matrix_margins(["−0.00"], labels[SOURCE], y_size=12, x_size=tick_font_size(len(sources)),
-                                        colorbar=None, top=50 if title else 20, y_title=False),
-                  bargap=0.25, clickmode="event+select",
-                  dragmode=False)
+    layout.update(title=figure_title(title, note), height=height, plot_bgcolor="white", annotations=names,
+                  margin=margin, bargap=0.25, clickmode="event+select", dragmode=False)
     return build_figure(traces, layout)
 
 

@@ -14,7 +14,7 @@ from viz.diagnosis import (EVIDENCE_HELP, diagnosis_figure, diagnosis_selection,
 
 from ..page import state
 from ..runs.diagnosis import DiagnosisFailed, Findings, diagnosis_for, missing_note
-from ..page.common import chart, escape_md, shared_figure
+from ..page.common import PRESENTER_MAX_HEIGHT, chart, escape_md, shared_figure
 from ..server.settings import LOW_CONFIDENCE
 from .base import View, ViewContext
 
@@ -51,12 +51,15 @@ def render(ctx: ViewContext):
     st.markdown(source_strip_html(result.source_tokens, findings.omission, threshold=findings.threshold,
                                   show_space=display.show_space), unsafe_allow_html=True)
     what = "the forced translation" if result.forced else "the model's translation"
-    height = 560 if display.presenter else 470          # presenter: most of a projector's height
+    # presenter: the height chart() draws it at (560 was cut to it, and the y numbers, chosen for
+    # 560 px, thinned to one a panel)
+    height = PRESENTER_MAX_HEIGHT if display.presenter else 470
     fig = shared_figure(result, ("diagnosis", display.show_space, height), lambda: diagnosis_figure(
         findings.hallucination, result.output_tokens, findings.omission, result.source_tokens,
         output_evidence=findings.output_evidence, source_evidence=findings.source_evidence,
         threshold=findings.threshold, show_space=display.show_space, height=height,
-        title=f"Diagnosis of {what} · detached score {findings.sentence_score:.2f}"))
+        # the score on a second line: one line ran past a phone's 390 px
+        title=f"Diagnosis of {what}", note=f"detached score {findings.sentence_score:.2f}"))
     chart(fig, "diagnosis_chart", on_select=partial(_on_piece_pick, "diagnosis_chart", len(result.output_tokens)),
           selection_mode="points")
     helps = " · ".join(text for name, text in EVIDENCE_HELP.items()
