@@ -79,7 +79,13 @@ def test_a_detached_forced_translation_is_framed_and_named(translator, rows):
     named = [words_of(out_tokens[f.start:f.end]) for f in dg.flags if f.kind == "hallucination"]
     for words in named[:3]:                                 # the summary names exactly the flagged words
         assert f"“{words}”" in line
-    assert line.count("“") == min(len(named), 3) + min(sum(f.kind == "omission" for f in dg.flags), 3)
+    # what the model expected instead is said after a flagged word (a pull of p >= 0.05), and only there
+    notes = re.findall(r" \(the model expected “[^”]*” for “[^”]*”\)", line)
+    shown = [f for f in dg.flags if f.kind == "hallucination"][:3]
+    assert len(notes) == sum(f.evidence.get("expected_translation", 0) >= 0.05 and "expected_piece" in f.evidence
+                             for f in shown)
+    bare = re.sub(r" \(the model expected “[^”]*” for “[^”]*”\)", "", line)
+    assert bare.count("“") == min(len(named), 3) + min(sum(f.kind == "omission" for f in dg.flags), 3)
 
 
 def test_the_models_own_translation_of_an_easy_example_has_no_marks(translator, rows):
@@ -187,18 +193,25 @@ CASES = [("en-de", "A man is riding a bike.", "Ein Mann fährt."),
 def test_issue_30_sentences_read_in_the_app_as_in_the_api(name, text, ref):
     from atlas_ui.server.settings import LOW_CONFIDENCE
     from transformer import Translator
-    from viz.diagnosis import diagnosis_summary
+    from viz.diagnosis import diagnosis_summary, strongest_unflagged
     model = name
     out = Translator.load(MODELS[model], device="cpu").translate(text, target=ref, diagnose=True, capture=False)
-    probs = [s.prob for s in out.steps]
-    expected = diagnosis_summary([(f.kind, f.start, f.end, f.score) for f in out.diagnosis.flags], out.output_tokens,
+    probs, dg = [s.prob for s in out.steps], out.diagnosis
+    expected = diagnosis_summary([(f.kind, f.start, f.end, f.score) for f in dg.flags], out.output_tokens,
                                  out.source_tokens, probs=probs, unsure=float(np.mean(probs)) < LOW_CONFIDENCE,
-                                 detached=out.diagnosis.sentence_score)
+                                 detached=dg.sentence_score,
+                                 expected={f.start: (f.evidence["expected_piece"], f.evidence["expected_for"])
+                                           for f in dg.flags if f.kind == "hallucination" and "expected_piece" in f.evidence
+                                           and f.evidence["expected_translation"] >= 0.05},
+                                 candidate=strongest_unflagged(dg.hallucination, dg.omission, out.output_tokens,
+                                                               out.source_tokens))
     at = opened(model=model, sentence=text, **({"ref": ref} if ref else {}))
     line = summary(at)
     assert line == "Diagnosis: " + expected
     if ref == "Ein Mann fährt.":
-        assert line.startswith("Diagnosis: The translation looks partly unsupported by the source or incomplete")
+        # "bike" is flagged, or named as the likeliest left-out word, or the sentence is called incomplete
+        assert ("“bike” in the source looks left out" in line or "The likeliest left-out word is “bike” in the source"
+                in line or line.startswith("Diagnosis: The translation looks partly unsupported by the source or incomplete"))
     elif ref is None:
         assert line == "Diagnosis: Nothing looks unsupported by the source or left out."
     else:

@@ -33,6 +33,7 @@ def test_a_share_link_with_a_wrong_word_shows_the_marks(browser, app_url):
     style = marks.first.evaluate("e => getComputedStyle(e).borderTopStyle")
     assert style == "dashed"                       # a frame, apart from the orange probability shading
     wait_for_text(page, "Diagnosis: “")                # the summary names the flagged words
+    wait_for_text(page, "(the model expected “Fahrrad” for “bicycle”)")   # and what the model expected there
     assert page.problems == []
     page.context.close()
 

@@ -65,6 +65,21 @@ def test_a_left_out_bike_stands_out_and_nothing_else_is_flagged(en_de):
     assert "Nothing looks" not in text and ("“bike”" in text or text.startswith("No word is flagged, but"))
 
 
+def test_a_horse_for_a_bicycle_is_flagged_and_the_expected_word_named(en_de):
+    """A substituted word where the model expected the missing translation: flagged, and the
+    evidence names what the model expected there and for which source word."""
+    out = en_de.translate("A man is riding a bicycle.", target="Ein Mann reitet ein Pferd.", diagnose=True, capture=False)
+    check_whole_words(out)
+    assert "Pferd" in flagged_words(out, "hallucination")
+    flag = next(f for f in out.diagnosis.flags if f.kind == "hallucination" and "Pferd" in words_of(out.output_tokens[f.start:f.end]))
+    assert flag.evidence["expected_piece"] == "\u2581Fahrrad" and flag.evidence["expected_for"] == "bicycle"
+    assert flag.evidence["expected_translation"] > 0.5
+    assert "expected “Fahrrad”" in flag.evidence["explains"]
+    # the model's own translation has every usual translation in place: no pull anywhere
+    own = en_de.translate("A man is riding a bicycle.", diagnose=True, capture=False)
+    assert float(own.diagnosis.signals["expected_translation"].max()) == 0.0 and own.diagnosis.flags == []
+
+
 def test_the_models_own_correct_translation_gets_no_flag(en_de):
     out = en_de.translate(BIKE, diagnose=True, capture=False)
     assert out.text == "Ein Mann fährt Fahrrad."

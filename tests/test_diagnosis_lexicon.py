@@ -96,7 +96,7 @@ def _case(top: float):
     return sig, item, lex
 
 
-WEIGHTS = {"output": {"mean": [0.0] * 5, "std": [1.0] * 5, "coef": [1.0, 0.5, 0.5, 0.2, 2.0], "bias": -3.0,
+WEIGHTS = {"output": {"mean": [0.0] * 6, "std": [1.0] * 6, "coef": [1.0, 0.5, 0.5, 0.2, 2.0, 3.0], "bias": -3.0,
                       "features": OUTPUT_FEATURES},
            "source": {"mean": [0.0] * 5, "std": [1.0] * 5, "coef": [0.8, 3.0, 1.0, 0.3, 2.5], "bias": -2.0,
                       "features": SOURCE_FEATURES},
@@ -115,6 +115,53 @@ def test_a_larger_lexicon_gap_never_lowers_the_omission_score():
     sig, item, _ = _case(1.0)
     without = combine(sig, WEIGHTS, item, frozenset({3}))
     assert previous > float(without.omission[2])               # the gap is what raised it
+
+
+VOCAB = {20: "▁qq", 21: "▁qqz", 22: "qq", 23: "▁q", 24: "▁w", 25: "▁x", 26: "▁y"}
+
+
+def _expected_case(pull: float, output=("▁x", "▁y", "▁w", "</s>")):
+    """_case's lexicon; at the third output word's step the model gives `pull` to "▁qq" (which begins
+    'qq', the usual translation of the missing source word c), 0.1 to "▁qqz" (begins it too), 0.1 to
+    "qq" (not word-initial) and 0.2 to "▁q" (too short to say); 0.05 to "▁qq" at the first step."""
+    sig, item, lex = _case(1.0)
+    top_ids = np.array([[20, 25, 24, 26, 21], [26, 25, 24, 20, 21], [20, 21, 22, 23, 24], [3, 20, 21, 22, 23]])
+    top_probs = np.array([[0.05, 0.9, 0.01, 0.01, 0.0], [0.9, 0.01, 0.01, 0.0, 0.0], [pull, 0.1, 0.1, 0.2, 0.0],
+                          [0.99, 0.0, 0.0, 0.0, 0.0]])
+    sig.top_ids, sig.top_probs = top_ids, top_probs
+    item.output_pieces = list(output)
+    return sig, item, lex
+
+
+def test_the_expected_translation_is_the_pull_towards_a_missing_words_translation():
+    sig, item, lex = _expected_case(0.5)
+    piece = {**VOCAB, 3: "</s>"}.get
+    mass, why = lex.expected(sig.top_ids, sig.top_probs, piece, ["▁a", "▁b", "▁c", "</s>"],
+                             ["▁x", "▁y", "▁w", "</s>"], [0, 1, 2, 3])
+    assert mass.tolist() == pytest.approx([0.05, 0.0, 0.6, 0.0])          # "▁qq" + "▁qqz"; not "qq" nor "▁q"
+    assert why[2] == ("▁c", "▁qq", pytest.approx(0.6)) and why[1] is None
+    # the translation is there after all (its pieces joined): no pull counts
+    covered, _ = lex.expected(sig.top_ids, sig.top_probs, piece, ["▁a", "▁b", "▁c", "</s>"],
+                              ["▁x", "▁y", "▁q" + "q", "</s>"], [0, 1, 2, 3])
+    assert covered.tolist() == [0.0] * 4
+    # through features(): the column, the per-piece signal and the flag's evidence
+    f = features(sig, item, frozenset({3}), lex, piece)
+    assert f["output"][:, OUTPUT_FEATURES.index("expected_translation")].tolist() == pytest.approx([0.05, 0.0, 0.6, 0.0])
+    dg = combine(sig, WEIGHTS, item, frozenset({3}), lex, piece)
+    assert dg.signals["expected_translation"].tolist() == pytest.approx([0.05, 0.0, 0.6, 0.0])
+    # without the vocabulary's pieces: no evidence of this kind, and the column is 0
+    assert features(sig, item, frozenset({3}), lex)["output"][:, -1].tolist() == [0.0] * 4
+
+
+def test_a_stronger_pull_never_lowers_the_unsupported_score():
+    piece, previous = {**VOCAB, 3: "</s>"}.get, -1.0
+    for pull in np.linspace(0.0, 0.6, 7):
+        sig, item, lex = _expected_case(float(pull))
+        dg = combine(sig, WEIGHTS, item, frozenset({3}), lex, piece)
+        assert dg.hallucination[2] >= previous
+        previous = float(dg.hallucination[2])
+    sig, item, lex = _expected_case(0.0)
+    assert previous > float(combine(sig, WEIGHTS, item, frozenset({3}), lex, piece).hallucination[2])
 
 
 def test_weights_fitted_without_the_lexicon_read_only_their_own_columns():

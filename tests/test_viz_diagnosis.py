@@ -4,7 +4,7 @@ import plotly.graph_objects as go
 import pytest
 
 from viz.diagnosis import (diagnosis_figure, diagnosis_selection, diagnosis_summary, source_strip_html,
-                           words_of)
+                           strongest_unflagged, words_of)
 
 OUTPUT = ["▁Ein", "▁Hund", "</s>"]
 SOURCE = ["▁A", "▁ca", "t", "</s>"]
@@ -64,6 +64,35 @@ def test_the_summary_names_what_was_found_or_that_nothing_was():
                                                         "“cat” in the source looks left out.")
     assert diagnosis_summary([], OUTPUT, SOURCE) == "Nothing looks unsupported by the source or left out."
     assert words_of(["▁a"] * 40, limit=10) == "a a a a a…"
+
+
+def test_the_summary_says_what_the_model_expected_instead_of_an_unsupported_word():
+    flags = [("hallucination", 1, 2, 0.8), ("omission", 1, 3, 0.9)]
+    text = diagnosis_summary(flags, OUTPUT, SOURCE, expected={1: ("▁Katze", "▁ca" + "t")})
+    assert text == ("“Hund” (the model expected “Katze” for “cat”) looks unsupported by the source; "
+                    "“cat” in the source looks left out.")
+    # only the span that starts there; a detached sentence keeps the note in its second sentence
+    assert "expected" not in diagnosis_summary(flags, OUTPUT, SOURCE, expected={0: ("▁Katze", "▁cat")})
+    assert "(the model expected “Katze” for “cat”)" in diagnosis_summary(flags, OUTPUT, SOURCE, detached=0.95,
+                                                                        expected={1: ("▁Katze", "▁cat")})
+
+
+def test_an_unsure_summary_names_the_likeliest_unflagged_word():
+    source = ["▁A", "▁man", "▁is", "▁riding", "▁a", "▁bi", "ke", ".", "</s>"]
+    output = ["▁Ein", "▁Mann", "▁fährt", ".", "</s>"]
+    omission = [0.01, 0.0, 0.01, 0.01, 0.02, 0.28, 0.28, 0.0, 0.0]
+    candidate = strongest_unflagged([0.0, 0.1, 0.0, 0.0, 0.0], omission, output, source)
+    assert candidate == ("omission", 5, 7, pytest.approx(0.28))
+    text = diagnosis_summary([], output, source, probs=[0.9, 0.9, 0.9, 1e-4, 0.9], candidate=candidate)
+    assert text.startswith("No word is flagged, but the model is unsure") and text.endswith(
+        "The likeliest left-out word is “bike” in the source (score 0.28, under the flag threshold).")
+    # a confident translation, or a candidate too weak to point at, names none
+    assert diagnosis_summary([], output, source, probs=[0.9] * 5, candidate=candidate) == \
+        "Nothing looks unsupported by the source or left out."
+    assert "likeliest" not in diagnosis_summary([], output, source, unsure=True, candidate=("omission", 5, 7, 0.1))
+    # flagged words (at or above the threshold) are never the candidate
+    assert strongest_unflagged([0.0, 0.9, 0.0, 0.0, 0.0], omission, output, source)[0] == "omission"
+    assert strongest_unflagged([0.0] * 5, [0.0] * 9, output, source) is None
 
 
 def test_the_summary_names_a_flagged_end_of_sentence_in_words_not_markup():

@@ -10,8 +10,8 @@ from typing import Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import (as_array, as_probabilities, figure_title, matrix_margins, point_customdata, tick_font_size,
-                    token_axis)
+from ._base import (MAIN_WIDTH, as_array, as_probabilities, figure_title, matrix_margins, point_customdata,
+                    tick_font_size, token_axis, x_label_room)
 from ._figure import build_figure
 from ._labels import display_tokens, escape_html, escape_label, is_special, show_piece
 from .export import LABEL_PITCH
@@ -142,12 +142,16 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
     labels = {OUTPUT: display_tokens(outputs, show_space=show_space),
               SOURCE: display_tokens(sources, show_space=show_space)}
     n, gap = len(panels), 0.08
-    size = (1.0 - gap * n - 0.06) / n                  # gap: each panel's name; 0.06: the output pieces' ticks
     height = height or 120 + 95 * n
     # the numbers' and the source pieces' room from the start: plotly.js draws the figure once
     margin = matrix_margins(["−0.00"], labels[SOURCE], y_size=12, x_size=tick_font_size(len(sources)),
                             colorbar=None, top=(66 if note else 50) if title else 20, y_title=False)
-    panel_px = size * (height - margin["t"] - margin["b"])     # each panel's height on the screen
+    plot_px = max(height - margin["t"] - margin["b"], 1)
+    # the output pieces' labels sit between the two parts, as tilted as plotly.js will draw them
+    labels_px = x_label_room(labels[OUTPUT], tick_font_size(len(outputs)), MAIN_WIDTH - margin["l"] - margin["r"])
+    below = min(max(0.06, (labels_px + 4) / plot_px), 0.3)
+    size = (1.0 - gap * n - below) / n                 # gap: each panel's name above it
+    panel_px = size * plot_px                          # each panel's height on the screen
     traces, layout, names = [], {}, []
     top = 1.0 - gap
     for k, (part, name, values, flagged, fmt) in enumerate(panels):
@@ -168,7 +172,7 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
         x = token_axis(labels[part] if lastof else None, "", values=None)
         x.update(anchor=f"y{axis}", showticklabels=lastof, range=[-0.5, len(values) - 0.5])
         layout[f"xaxis{axis}"] = x
-        top -= size + gap + (0.06 if lastof and part == OUTPUT else 0.0)
+        top -= size + gap + (below if lastof and part == OUTPUT else 0.0)
     link_axes(layout, panels)
     layout.update(title=figure_title(title, note), height=height, plot_bgcolor="white", annotations=names,
                   margin=margin, bargap=0.25, clickmode="event+select", dragmode=False)
@@ -229,6 +233,14 @@ def _span_name(tokens: Sequence[str], start: int, end: int) -> str:
     return "the end of the sentence" if any(str(p) == "</s>" for p in tokens[start:end]) else "a special piece"
 
 
+def _expected_note(expectation: tuple | None) -> str:
+    """' (the model expected “Fahrrad” for “bicycle”)' from ("Fahrrad", "bicycle"), or ""."""
+    if not expectation:
+        return ""
+    wanted, source_word = (words_of([str(w)], 30) for w in expectation[:2])
+    return f" (the model expected “{wanted}” for “{source_word}”)" if wanted and source_word else ""
+
+
 def _listed(names: list[str]) -> str:
     shown = ", ".join(names[:MAX_LISTED])
     rest = len(names) - MAX_LISTED
@@ -236,6 +248,7 @@ def _listed(names: list[str]) -> str:
 
 
 UNSURE_P = 0.01                     # a piece this unlikely is named even when nothing is flagged
+CANDIDATE_SCORE = 0.2               # an unflagged word named when the model is unsure (issue 30's "bike": 0.28)
 DETACHED = 0.9                      # sentence score from which the whole translation is called detached
                                     # (Multi30k val: >= 97% of detached cases, <= 1.7% of correct ones)
 
@@ -259,22 +272,28 @@ def _word_around(tokens: Sequence[str], t: int) -> tuple[int, int]:
 
 def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], source_tokens: Sequence[str],
                       probs: Sequence[float] | None = None, unsure: bool = False,
-                      detached: float | None = None) -> str:
+                      detached: float | None = None, expected: Mapping[int, tuple] | None = None,
+                      candidate: tuple | None = None) -> str:
     """One plain-text sentence (escape it to show it): exactly the flagged spans, in words, or
     that nothing was flagged. flags: (kind "hallucination" | "omission", start, end, score), end
     exclusive. It never says that nothing looks wrong while a piece has p < 0.01 (`probs`, one per
     output piece) or the page says the sentence is outside what the model knows (`unsure`); a
-    `detached` sentence score >= 0.5 is said first (the whole translation, not one word, is off)."""
+    `detached` sentence score >= 0.5 is said first (the whole translation, not one word, is off).
+    expected: an unsupported span's start -> (the word the model expected there, the source word
+    it usually translates), said after that span's name. candidate: the unflagged word with the
+    highest score, (kind, start, end, score): named when nothing is flagged and the model is unsure,
+    so the reader knows where to look first."""
     if detached is not None and detached >= 0.5:
-        rest = diagnosis_summary(flags, output_tokens, source_tokens) if flags else ""
+        rest = diagnosis_summary(flags, output_tokens, source_tokens, expected=expected) if flags else ""
         whole = ("The whole translation looks detached from the source" if detached >= DETACHED
                  else "The translation looks partly unsupported by the source or incomplete")
         return f"{whole} (sentence score {detached:.2f})." + (" " + rest if rest else "")
-    unsupported = [_span_name(output_tokens, a, b) for kind, a, b, _ in flags if kind == "hallucination"]
+    unsupported = [_span_name(output_tokens, a, b) + _expected_note((expected or {}).get(a))
+                   for kind, a, b, _ in flags if kind == "hallucination"]
     omitted = [_span_name(source_tokens, a, b) for kind, a, b, _ in flags if kind == "omission"]
     parts = []
     def plural(names):
-        return len(names) > 1 or (names[0].startswith("“") and " " in names[0])
+        return len(names) > 1 or (names[0].startswith("“") and " " in names[0].split("” (")[0])
     if unsupported:
         many = plural(unsupported)
         parts.append(f"{_listed(unsupported)} look{'' if many else 's'} unsupported by the source")
@@ -298,5 +317,26 @@ def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], sour
         why.append(f"in {_span_name(output_tokens, a, b)} it gave p = {lowest[1]:.3f}{piece}")
     if unsure:
         why.append("its pieces' mean probability is low")
+    hint = ""
+    if candidate is not None and candidate[3] >= CANDIDATE_SCORE:
+        kind, a, b, score = candidate
+        hint = (f" The likeliest {'unsupported word' if kind == 'hallucination' else 'left-out word'} is "
+                f"{_span_name(output_tokens if kind == 'hallucination' else source_tokens, a, b)}"
+                f"{'' if kind == 'hallucination' else ' in the source'} (score {score:.2f}, under the flag threshold).")
     return ("No word is flagged, but the model is unsure of this translation (" + "; ".join(why) + "): the "
-            "sentence may be outside what it knows, where these scores are less reliable. Read it with care.")
+            "sentence may be outside what it knows, where these scores are less reliable. Read it with care."
+            + hint)
+
+
+def strongest_unflagged(hallucination, omission, output_tokens: Sequence[str], source_tokens: Sequence[str],
+                        threshold: float = 0.5) -> tuple | None:
+    """(kind, start, end, score) of the word with the highest score under `threshold`, either side,
+    or None: diagnosis_summary's candidate."""
+    best = None
+    for kind, scores, tokens in (("hallucination", hallucination, output_tokens), ("omission", omission, source_tokens)):
+        scores = np.asarray(scores, dtype=float)
+        under = np.where(scores < threshold, scores, -1.0)
+        if len(under) and under.max() > 0 and (best is None or under.max() > best[3]):
+            a, b = _word_around(tokens, int(under.argmax()))
+            best = (kind, a, b, float(under.max()))
+    return best

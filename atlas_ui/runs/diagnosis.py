@@ -24,10 +24,11 @@ from .warm import held, hold
 LOG = logging.getLogger("atlas_ui")
 SIGNAL_NAMES = {"log_p": "log p", "pmi": "contrastive conditioning (source gain)",
                 "deletion_drop": "source-word deletion (coverage)", "unmet_demand": "unmet demand",
-                "lexicon_gap": "a lexicon of its training data (lexicon gap)"}
+                "lexicon_gap": "a lexicon of its training data (lexicon gap, expected translation)"}
 # The panels of the Diagnosis view: one value per output piece, one per source piece. The lexicon
 # gaps are in each flag's evidence (the flag table), not panels: two more would crowd a projector.
 OUTPUT_SIGNALS = ("log_p", "pmi")
+EXPECTED_P = 0.05          # a weaker pull towards a missing word's translation is not named
 SOURCE_SIGNALS = ("deletion_drop", "unmet_demand")
 
 
@@ -46,6 +47,14 @@ class Findings:
     def spans(self) -> list:
         """(kind, start, end, score) of every flag, for viz.diagnosis.diagnosis_summary."""
         return [flag[:4] for flag in self.flags]
+
+    def expectations(self) -> dict:
+        """start -> (expected piece, source word) of each unsupported flag where the model expected
+        another word's translation (lexicon.expected; p >= EXPECTED_P), for diagnosis_summary."""
+        return {start: (evidence["expected_piece"], evidence["expected_for"])
+                for kind, start, _end, _score, evidence in self.flags
+                if kind == "hallucination" and "expected_piece" in evidence
+                and evidence.get("expected_translation", 0.0) >= EXPECTED_P}
 
 
 @dataclass(frozen=True)

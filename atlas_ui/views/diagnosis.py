@@ -10,7 +10,7 @@ import streamlit as st
 
 from viz import token_probability_html
 from viz.diagnosis import (EVIDENCE_HELP, diagnosis_figure, diagnosis_selection, diagnosis_summary, source_strip_html,
-                           words_of)
+                           strongest_unflagged, words_of)
 
 from ..page import state
 from ..runs.diagnosis import DiagnosisFailed, Findings, diagnosis_for, missing_note
@@ -35,10 +35,14 @@ def flag_table(findings, result) -> pd.DataFrame:
     for kind, start, end, score, evidence in findings.flags:
         pieces = result.output_tokens if kind == "hallucination" else result.source_tokens
         numbers = {k: round(v, 3) for k, v in evidence.items() if isinstance(v, float)}
+        expected = findings.expectations().get(start) if kind == "hallucination" else None
         rows.append({"flag": "unsupported" if kind == "hallucination" else "left out",
                      "text": words_of(pieces[start:end]) or " ".join(map(str, pieces[start:end])),
                      "pieces": f"{start + 1}–{end}" if end - start > 1 else str(start + 1),   # counted from 1
-                     "score": round(score, 3), **numbers})
+                     "score": round(score, 3),
+                     **({"expected instead": f"{words_of([expected[0]])} (for {words_of([expected[1]])})"}
+                        if expected else {}),
+                     **numbers})
     return pd.DataFrame(rows)
 
 
@@ -54,16 +58,22 @@ def render(ctx: ViewContext):
     # presenter: the height chart() draws it at (560 was cut to it, and the y numbers, chosen for
     # 560 px, thinned to one a panel)
     height = PRESENTER_MAX_HEIGHT if display.presenter else 470
+    # a room sees the two scores: six panels in 480 px left each ~23 px; the evidence panels are
+    # drawn outside presenter mode, and the flag table below has the numbers
+    output_evidence = {} if display.presenter else findings.output_evidence
+    source_evidence = {} if display.presenter else findings.source_evidence
     fig = shared_figure(result, ("diagnosis", display.show_space, height), lambda: diagnosis_figure(
         findings.hallucination, result.output_tokens, findings.omission, result.source_tokens,
-        output_evidence=findings.output_evidence, source_evidence=findings.source_evidence,
+        output_evidence=output_evidence, source_evidence=source_evidence,
         threshold=findings.threshold, show_space=display.show_space, height=height,
         # the score on a second line: one line ran past a phone's 390 px
         title=f"Diagnosis of {what}", note=f"detached score {findings.sentence_score:.2f}"))
     chart(fig, "diagnosis_chart", on_select=partial(_on_piece_pick, "diagnosis_chart", len(result.output_tokens)),
           selection_mode="points")
     helps = " · ".join(text for name, text in EVIDENCE_HELP.items()
-                       if name in findings.output_evidence or name in findings.source_evidence)
+                       if name in output_evidence or name in source_evidence)
+    if display.presenter:
+        helps = "Leave presenter mode to see the evidence behind each score."
     st.caption("Click an output bar to open its step in Decoding steps. Scores ≥ "
                f"{findings.threshold:g} are coloured (purple: unsupported, green: left out). " + helps
                + (" " + escape_md(missing_note(findings), 300) if findings.missing else ""))
@@ -88,7 +98,10 @@ def strip_marks(findings, result) -> dict:
     if not isinstance(findings, Findings):
         return {}
     text = diagnosis_summary(findings.spans(), result.output_tokens, result.source_tokens, probs=result.probs(),
-                             unsure=result.mean_prob() < LOW_CONFIDENCE, detached=findings.sentence_score)
+                             unsure=result.mean_prob() < LOW_CONFIDENCE, detached=findings.sentence_score,
+                             expected=findings.expectations(),
+                             candidate=strongest_unflagged(findings.hallucination, findings.omission, result.output_tokens,
+                                                           result.source_tokens, findings.threshold))
     note = missing_note(findings)
     return dict(unsupported=findings.hallucination, threshold=findings.threshold,
                 note="Diagnosis: " + text + (" " + note if note else ""))

@@ -32,6 +32,7 @@ MIN_COUNT = 5              # pairs a word must occur in to be known
 MIN_PAIR_COUNT = 2         # pairs a word pair must share to be kept
 MIN_DICE = 0.02            # weaker associations are dropped (they never decide a gap)
 MIN_TOP = 0.1              # a word whose best association is weaker has no usual translation: no evidence
+USUAL = 0.5                # a word's usual translations: Dice at least this share of its best one
 WORD = re.compile(r"\w+")
 
 
@@ -115,6 +116,51 @@ class Lexicon:
                 if top >= MIN_TOP:
                     out[i] += top - max((d for t, d in row.items() if t in present), default=0.0)
         return (out / len(STEMS)).tolist()
+
+
+    def usual(self, word: str, length: int) -> set:
+        """The target stems `word` is usually translated by (Dice >= USUAL x its best, best >= MIN_TOP)."""
+        key = stem(word, length)
+        row = self.by_source.get(length, {}).get(key, {}) if key else {}
+        top = max(row.values(), default=0.0)
+        return {t for t, d in row.items() if d >= USUAL * top} if top >= MIN_TOP else set()
+
+    def expected(self, top_ids: np.ndarray, top_probs: np.ndarray, piece_text, source_words: list[str],
+                 output_words: list[str], first_steps: list[int]) -> tuple[np.ndarray, list]:
+        """Per output word, how much the model wanted, at the word's first step, a piece that begins
+        the usual translation of a source word the output lacks: the summed probability of such
+        pieces among the step's best (top_ids, top_probs: (T, K)); the most over stem lengths and
+        source words. Why: a wrong word often stands where the model expected the missing
+        translation ("Pferd" where it wanted "▁Fahrrad", with "bicycle" in the source and no
+        "Fahrrad" anywhere), while a paraphrase of a covered word has no such pull. Also, per word,
+        (source word, its likeliest expected piece, the summed probability) of the strongest pull, or None."""
+        mass, why = np.zeros(len(output_words)), [None] * len(output_words)
+        if top_ids is None or not len(output_words):
+            return mass, why
+        texts = {int(v): str(piece_text(int(v))) for v in np.unique(top_ids)}
+        steps = top_ids[first_steps], top_probs[first_steps]                         # (Wo, K)
+        for length in STEMS:
+            present = {s for s in (stem(w, length) for w in output_words) if s}
+            for word in source_words:
+                wanted = self.usual(word, length)
+                if not wanted or wanted & present:
+                    continue
+                for o, (ids, probs) in enumerate(zip(*steps)):
+                    hits = [(float(p), texts[int(v)]) for v, p in zip(ids, probs)
+                            if _begins(texts[int(v)], wanted)]
+                    total = sum(p for p, _ in hits)
+                    if total > mass[o]:
+                        mass[o], why[o] = total, (word, max(hits)[1], total)
+        return mass, why
+
+
+def _begins(piece: str, stems: set) -> bool:
+    """A word-initial piece that begins a word of one of `stems` ('▁Fahr' begins 'fahrr')."""
+    if not piece.startswith("\u2581"):
+        return False
+    text = piece[1:].lower()
+    return any(text[:len(t)] == t if len(text) >= len(t) else (len(text) >= 3 and t.startswith(text))
+               for t in stems)
 
 
 @lru_cache(maxsize=8)

@@ -178,7 +178,8 @@ def _touches(spans: list, labels: np.ndarray) -> bool:
 def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
     """The issue's table for one model: ROC AUC of the combination and of each raw signal alone
     (omission: -(fall of log p(translation) when the word is deleted), unmet demand, the lexicon gap;
-    substitution: -log p of the piece, -pmi, the lexicon gap) over non-special pieces, per kind; and
+    substitution: -log p of the piece, -pmi, the lexicon gap, the expected translation) over
+    non-special pieces, per kind; and
     how the flags behave."""
     from .fit import roc_auc
     out = {}
@@ -209,6 +210,8 @@ def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
         out[("auc", name, "pmi")] = pool(kinds, "output", lambda d: -d.signals["pmi"])
         if all("output_lexicon_gap" in d.signals for d in diagnoses):
             out[("auc", name, "lexicon gap")] = pool(kinds, "output", lambda d: d.signals["output_lexicon_gap"])
+        if all("expected_translation" in d.signals for d in diagnoses):
+            out[("auc", name, "expected translation")] = pool(kinds, "output", lambda d: d.signals["expected_translation"])
 
     def spans(d, kind):
         return [(f.start, f.end) for f in d.flags if f.kind == kind]

@@ -32,9 +32,9 @@ from .signals import Item, Signals, compute_signals, is_punctuation, word_groups
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS_FILE = "diagnosis.json"
 # Oriented so that higher = more suspicious; the fitted coefficients are all >= 0.
-# lexicon_gap (lexicon.py) is 0 for models without a lexicon; weights name the columns they use, so
-# weights fitted without it (the generic default) read only their own.
-OUTPUT_FEATURES = ["neg_log_p", "neg_pmi", "neg_support", "neg_mean_log_p", "lexicon_gap"]
+# lexicon_gap and expected_translation (lexicon.py) are 0 for models without a lexicon; weights name
+# the columns they use, so weights fitted without them (the generic default) read only their own.
+OUTPUT_FEATURES = ["neg_log_p", "neg_pmi", "neg_support", "neg_mean_log_p", "lexicon_gap", "expected_translation"]
 SOURCE_FEATURES = ["neg_drop", "unmet_max", "unmet_sum", "neg_drop_max", "lexicon_gap"]
 SENTENCE_FEATURES = ["mean_log_p", "mean_pmi", "min_log_p_window", "min_pmi_window", "low_pmi_share",
                      "min_pmi_window4", "pmi_p10", "mean_hallucination", "max_hallucination", "flagged_share"]
@@ -86,21 +86,29 @@ def output_words(item: Item | None, T: int, special: set | frozenset = frozenset
     return groups, flaggable
 
 
-def _lexicon_gaps(lexicon: Lexicon | None, item: Item | None, source_groups: list, output_groups: list):
-    """Per source word and per output word, lexicon.gaps() between the two sides; zeros without a
-    lexicon or pieces."""
+def _lexicon_evidence(lexicon: Lexicon | None, item: Item | None, sig: Signals, output_groups: list, piece_text):
+    """Per source word and per output word, lexicon.gaps() between the two sides; per output word,
+    lexicon.expected() and what it expected. Zeros (and None) without a lexicon, pieces or the
+    vocabulary's piece texts."""
+    source_groups = sig.words
+    none = np.zeros(len(source_groups)), np.zeros(len(output_groups)), np.zeros(len(output_groups)), \
+        [None] * len(output_groups)
     if lexicon is None or item is None:
-        return np.zeros(len(source_groups)), np.zeros(len(output_groups))
+        return none
     src = ["".join(str(item.source_pieces[j]) for j in g) for g in source_groups]
     out = ["".join(str(item.output_pieces[t]) for t in g) for g in output_groups]
-    return np.array(lexicon.gaps(src, out, "source")), np.array(lexicon.gaps(out, src, "target"))
+    expected, why = none[2], none[3]
+    if piece_text is not None and sig.top_ids is not None:
+        expected, why = lexicon.expected(sig.top_ids, sig.top_probs, piece_text, src, out, [g[0] for g in output_groups])
+    return np.array(lexicon.gaps(src, out, "source")), np.array(lexicon.gaps(out, src, "target")), expected, why
 
 
 def features(sig: Signals, item: Item | None = None, special: set | frozenset = frozenset(),
-             lexicon: Lexicon | None = None) -> dict:
+             lexicon: Lexicon | None = None, piece_text=None) -> dict:
     """Word-level features: output words (Wo, F) with their groups, source words (W, F); the
     sentence's features (F,); and the named raw signals per piece. Columns: OUTPUT_FEATURES and
-    SOURCE_FEATURES."""
+    SOURCE_FEATURES. piece_text: the vocabulary's id -> piece (tokenizer.id_to_piece), for the
+    expected translation."""
     lp, pmi = sig.log_p, sig.log_p - sig.log_p_null
     T = len(lp)
     drops = sig.log_p[None, :] - sig.deletion                                     # (W, T)
@@ -110,8 +118,8 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
                             for g in sig.words], dtype=bool)
     support = drops[on].max(0) if on.any() else np.zeros(T)                      # (T,) best single word's support
     groups, flaggable = output_words(item, T, special)
-    source_gap, output_gap = _lexicon_gaps(lexicon, item, sig.words, groups)
-    out = np.array([[(-lp[g]).max(), (-pmi[g]).max(), -support[g].max(), -lp[g].mean(), output_gap[i]]
+    source_gap, output_gap, expected, expected_why = _lexicon_evidence(lexicon, item, sig, groups, piece_text)
+    out = np.array([[(-lp[g]).max(), (-pmi[g]).max(), -support[g].max(), -lp[g].mean(), output_gap[i], expected[i]]
                     for i, g in enumerate(groups)]).reshape(-1, len(OUTPUT_FEATURES))
     per_word = drops.sum(1) if len(drops) else np.zeros(0)
     src = np.array([[-_slog(per_word[w]), sig.unmet[w].max(initial=0.0), np.log1p(sig.unmet[w].sum()),
@@ -125,15 +133,19 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
     for w, group in enumerate(sig.words):
         drop_piece[group], unmet_piece[group] = per_word[w], sig.unmet[w].max(initial=0.0)
         source_gap_piece[group] = source_gap[w]
-    output_gap_piece = np.zeros(T)
+    output_gap_piece, expected_piece, expected_for = np.zeros(T), np.zeros(T), [None] * T
     for i, g in enumerate(groups):
-        output_gap_piece[g] = output_gap[i]
+        output_gap_piece[g], expected_piece[g] = output_gap[i], expected[i]
+        for t in g:
+            expected_for[t] = expected_why[i]
     raw = {"log_p": lp, "pmi": pmi, "deletion_drop": drop_piece, "unmet_demand": unmet_piece}
     if lexicon is not None:
-        raw.update(source_lexicon_gap=source_gap_piece, output_lexicon_gap=output_gap_piece)
+        raw.update(source_lexicon_gap=source_gap_piece, output_lexicon_gap=output_gap_piece,
+                   expected_translation=expected_piece)
     return {"output": out, "output_groups": groups, "output_flaggable": flaggable,
             "source": src, "source_groups": sig.words, "source_flaggable": on, "sentence": sentence, "raw": raw,
-            "missing": [] if lexicon is not None else ["lexicon_gap"]}
+            "expected_for": expected_for,
+            "missing": [] if lexicon is not None else ["lexicon_gap"]}       # (and the expected translation)
 
 
 def _columns(model: dict, x: np.ndarray) -> np.ndarray:
@@ -217,8 +229,8 @@ def _spans(scores: np.ndarray, threshold: float) -> list[tuple[int, int]]:
 
 
 def combine(sig: Signals, weights: dict, item: Item | None = None, special: set | frozenset = frozenset(),
-            lexicon: Lexicon | None = None) -> Diagnosis:
-    return scored(features(sig, item, special, lexicon), weights, item)
+            lexicon: Lexicon | None = None, piece_text=None) -> Diagnosis:
+    return scored(features(sig, item, special, lexicon, piece_text), weights, item)
 
 
 def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
@@ -236,9 +248,11 @@ def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
             "min_log_p": float(raw["log_p"][a:b].min()),
             "min_source_gain": float(raw["pmi"][a:b].min()),
             **({"lexicon_gap": float(raw["output_lexicon_gap"][a:b].max())} if "output_lexicon_gap" in raw else {}),
+            **_expected_evidence(f, raw, a, b),
             "explains": "low probability, the source adds little over the prefix alone (pmi, nats)"
                         + (", and no source word is one it usually translates (lexicon gap, 0-1)"
-                           if "output_lexicon_gap" in raw else "")}))
+                           if "output_lexicon_gap" in raw else "")
+                        + _expected_words(f, a, b)}))
     for a, b in _spans(omission, 0.5):
         flags.append(Flag("omission", a, b, float(omission[a:b].max()), {
             "pieces": list(item.source_pieces[a:b]) if item else [],
@@ -252,6 +266,28 @@ def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
     return Diagnosis(sentence, hallucination, omission, flags,
                      signals={k: np.asarray(v, dtype=np.float32) for k, v in raw.items()},
                      missing=list(f.get("missing", [])))
+
+
+def _strongest_expectation(f: dict, a: int, b: int):
+    """(source word, expected piece, p) of the strongest expected translation over pieces a..b-1."""
+    found = [w for w in (f.get("expected_for") or [None] * b)[a:b] if w]
+    return max(found, key=lambda w: w[2]) if found else None
+
+
+def _expected_evidence(f: dict, raw: dict, a: int, b: int) -> dict:
+    if "expected_translation" not in raw:
+        return {}
+    why = _strongest_expectation(f, a, b)
+    return {"expected_translation": float(raw["expected_translation"][a:b].max()),
+            **({"expected_piece": why[1], "expected_for": why[0].replace("\u2581", "")} if why else {})}
+
+
+def _expected_words(f: dict, a: int, b: int) -> str:
+    why = _strongest_expectation(f, a, b)
+    if not why or why[2] < 0.05:
+        return ""
+    return (f"; here the model expected “{why[1].replace(chr(0x2581), '')}” (p {why[2]:.2f}), the usual translation "
+            f"of “{why[0].replace(chr(0x2581), '')}”, which the translation lacks")
 
 
 def item_of(tr, out) -> Item:
@@ -270,7 +306,7 @@ def diagnose_items(tr, items: list[Item], head_mask=None, weights: dict | None =
     weights = weights or diagnosis_weights(tr)
     signals = compute_signals(tr, items, tr.gates(head_mask), budget, bf16)
     special, lexicon = frozenset(tr.engine.special_ids), lexicon_for(tr)
-    return [combine(sig, weights, it, special, lexicon) for sig, it in zip(signals, items)]
+    return [combine(sig, weights, it, special, lexicon, tr.tokenizer.id_to_piece) for sig, it in zip(signals, items)]
 
 
 def diagnose(tr, out, head_mask=None, weights: dict | None = None) -> Diagnosis:

@@ -48,6 +48,8 @@ class Signals:
     deletion: np.ndarray          # (W, T) log p(y_t | x without word w); = log_p for words never deleted
     unmet: np.ndarray             # (W, T) unmet demand of word w at step t; 0 for words never deleted
     deleted: np.ndarray           # (W,) bool: a content word (deleted); special pieces and punctuation are not
+    top_ids: np.ndarray | None = None     # (T, K) the full-source pass's best pieces at each step
+    top_probs: np.ndarray | None = None   # (T, K) their probabilities
 
 
 def is_punctuation(piece: str) -> bool:
@@ -149,5 +151,5 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
         deletion, unmet = np.tile(lp, (len(words), 1)), np.zeros((len(words), T))
         for k, w in enumerate(np.flatnonzero(deleted)):
             deletion[w], unmet[w] = passes[start + k]
-        out.append(Signals(lp, lp_null, words, deletion, unmet, deleted))
+        out.append(Signals(lp, lp_null, words, deletion, unmet, deleted, *full[2 * n][1]))
     return out
