@@ -137,20 +137,33 @@ class Lexicon:
         mass, why = np.zeros(len(output_words)), [None] * len(output_words)
         if top_ids is None or not len(output_words):
             return mass, why
-        texts = {int(v): str(piece_text(int(v))) for v in np.unique(top_ids)}
-        steps = top_ids[first_steps], top_probs[first_steps]                         # (Wo, K)
+        ids, probs = top_ids[first_steps], top_probs[first_steps]                    # (Wo, K)
+        unique, where = np.unique(ids, return_inverse=True)
+        where = where.reshape(ids.shape)
+        texts = [str(piece_text(int(v))) for v in unique]
+        # a piece can begin a word of stem t only if both share their first min(3, len(t)) characters
+        by_start: dict[str, list[int]] = {}
+        for u, text in enumerate(texts):
+            if text.startswith("\u2581"):
+                body = text[1:].lower()
+                for k in range(1, min(3, len(body)) + 1):
+                    by_start.setdefault(body[:k], []).append(u)
         for length in STEMS:
             present = {s for s in (stem(w, length) for w in output_words) if s}
             for word in source_words:
                 wanted = self.usual(word, length)
                 if not wanted or wanted & present:
                     continue
-                for o, (ids, probs) in enumerate(zip(*steps)):
-                    hits = [(float(p), texts[int(v)]) for v, p in zip(ids, probs)
-                            if _begins(texts[int(v)], wanted)]
-                    total = sum(p for p, _ in hits)
-                    if total > mass[o]:
-                        mass[o], why[o] = total, (word, max(hits)[1], total)
+                hit = np.zeros(len(unique), dtype=bool)
+                for t in wanted:
+                    for u in by_start.get(t[:3], ()):
+                        hit[u] = hit[u] or _begins(texts[u], {t})
+                if not hit.any():
+                    continue
+                pulled = np.where(hit[where], probs, 0.0)                           # (Wo, K)
+                for o in np.flatnonzero(pulled.sum(1) > mass):
+                    total = float(pulled[o].sum())
+                    mass[o], why[o] = total, (word, texts[int(where[o, pulled[o].argmax()])], total)
         return mass, why
 
 
