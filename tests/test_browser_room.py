@@ -190,3 +190,26 @@ def test_the_input_row_keeps_its_buttons_words_with_the_sidebar_open(browser, ap
     assert page.evaluate(CUT_BUTTONS, '[data-testid="stMain"]') == []
     assert page.problems == []
     page.context.close()
+
+
+# Views whose charts a phone cannot hold yet, and why (issue 31, runs/shots15.py): maps side by side,
+# in a grid of tiles, or in a short or narrow plot, where even every k-th label has no room.
+PHONE_CROWDED = {"Layer grid": "a 2x4 grid of tiles ~25 px wide",
+                 "Compare": "two maps ~40 px wide side by side",
+                 "Head summary": "the head's map, 380 px tall: its 22 rows' labels 12 px apart",
+                 "Logit lens": "its columns beside 150 px of row names: every 3rd piece still crowds",
+                 "Masks": "the batch's padding map, ~100 px wide: 0 3 6 ... crowd",
+                 "Attribution": "the source/prefix bars: the first piece runs into the axis's 0"}
+
+
+@pytest.mark.parametrize("view", [view for view in VIEWS if view not in PHONE_CROWDED])
+def test_phone_tick_labels_do_not_run_into_each_other(browser, app_url, view):
+    """A phone (390x844) draws an 18-word sentence's pieces at most every k-th one on an x axis
+    (main.phone_tick_css): upright 11 px labels a few px apart were text on text."""
+    page = open_page(browser, view_link(app_url, view, SENTENCES[18]), viewport=PHONE)
+    wait_charts_drawn(page)
+    for chart in page.evaluate(CHART_LABELS):
+        ticks = [label for label in chart["labels"] if label["tick"]]
+        assert overlapping_labels(ticks) == [], f"{view}, {chart['title'][:50]!r}"
+    assert page.problems == []
+    page.context.close()

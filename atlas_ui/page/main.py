@@ -59,6 +59,25 @@ COMPACT_CSS = """<style>
 .st-key-step [data-testid='stSliderTickBarMax']{display:none}
 [data-testid='stMarkdownContainer']:has(> div:last-child){margin-bottom:0}
 </style>"""
+# On a phone a chart's x axis is a third of a 1280 px window's: a sentence's pieces stood upright a
+# few px apart, text on text (issue 31, runs/shots15.py). There every k-th label stays, at most
+# PHONE_X_LABELS of them an axis (like presenter mode's fit_ticks); a tap on a cell still names its piece.
+PHONE_X_LABELS = 10
+
+
+def phone_tick_css(most: int = PHONE_X_LABELS, widest_step: int = 10) -> str:
+    """CSS rules hiding all but every k-th x tick label of an axis with more than most*(k-1) of them
+    (the labels are g.xtick; the tick marks beside them are path.xtick)."""
+    rules = []
+    for k in range(2, widest_step + 1):
+        axis = f".xaxislayer-above:has(> g.xtick:nth-child({most * (k - 1) + 1} of g.xtick))"
+        if k < widest_step:
+            axis += f":not(:has(> g.xtick:nth-child({most * k + 1} of g.xtick)))"
+        rules.append(f"{axis} > g.xtick:not(:nth-child({k}n+1 of g.xtick)) text{{display:none}}")
+    return "@media (max-width:640px){" + "".join(rules) + "}"
+
+
+COMPACT_CSS = COMPACT_CSS.replace("</style>", phone_tick_css() + "</style>")     # one element: no extra gap
 PAGE_TITLE = ("<div class='aa-title'><b>Attention Atlas</b><span> · every head, every layer, every decoding step "
               "of an encoder–decoder Transformer</span></div>")
 EMPTY_PROMPT = "Type a sentence above, or pick an example, to see its attention."
