@@ -141,7 +141,8 @@ def print_realistic(realistic: list[dict], args) -> None:
     names = " / ".join(Path(m).name for m in args.models)
     print(f"\nRealistic in-sentence errors, val pairs 0-{args.n - 1} ({names}); cases: "
           + "; ".join(str(r[("count", "cases")]) for r in realistic) + "\n")
-    signals = ["combination", "deletion drop", "unmet demand", "log p", "pmi", "lexicon gap", "expected translation"]
+    signals = ["combination", "deletion drop", "unmet demand", "insertion gain", "log p", "pmi", "lexicon gap",
+               "expected translation"]
     print("| ROC AUC | " + " | ".join(signals) + " |")
     print("|---" * (len(signals) + 1) + "|")
     rows = list(dict.fromkeys(k[1] for k in realistic[0] if k[0] == "auc"))

@@ -85,6 +85,11 @@ def test_a_detached_forced_translation_is_framed_and_named(translator, rows):
     assert len(notes) == sum(f.evidence.get("expected_translation", 0) >= 0.05 and "expected_piece" in f.evidence
                              for f in shown)
     bare = re.sub(r" \(the model expected “[^”]*” for “[^”]*”\)", "", line)
+    puts = re.findall(r" \(the translation is likelier with “[^”]*” put back\)", bare)
+    left_out = [f for f in dg.flags if f.kind == "omission"][:3]
+    assert len(puts) == any(f.evidence.get("insertion_gain", 0) > 0 and bool(f.evidence.get("inserted_piece"))
+                            for f in left_out)
+    bare = re.sub(r" \(the translation is likelier with “[^”]*” put back\)", "", bare)
     assert bare.count("“") == min(len(named), 3) + min(sum(f.kind == "omission" for f in dg.flags), 3)
 
 
@@ -204,7 +209,9 @@ def test_issue_30_sentences_read_in_the_app_as_in_the_api(name, text, ref):
                                            for f in dg.flags if f.kind == "hallucination" and "expected_piece" in f.evidence
                                            and f.evidence["expected_translation"] >= 0.05},
                                  candidate=strongest_unflagged(dg.hallucination, dg.omission, out.output_tokens,
-                                                               out.source_tokens))
+                                                               out.source_tokens),
+                                 put_back={f.start: f.evidence["inserted_piece"] for f in dg.flags if f.kind == "omission"
+                                           and f.evidence.get("insertion_gain", 0) > 0 and f.evidence.get("inserted_piece")})
     at = opened(model=model, sentence=text, **({"ref": ref} if ref else {}))
     line = summary(at)
     assert line == "Diagnosis: " + expected

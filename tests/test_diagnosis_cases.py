@@ -80,6 +80,21 @@ def test_a_horse_for_a_bicycle_is_flagged_and_the_expected_word_named(en_de):
     assert float(own.diagnosis.signals["expected_translation"].max()) == 0.0 and own.diagnosis.flags == []
 
 
+def test_putting_the_expected_word_back_tells_an_omission_from_a_paraphrase(en_de):
+    """The insertion gain: "Fahrrad" put back into "Ein Mann fährt." makes it far more likely; into
+    "Ein Mann fährt Rad." (a paraphrase of "bike") it doubles the word and makes it less likely."""
+    def gain(ref):
+        out = en_de.translate(BIKE, target=ref, diagnose=True, capture=False)
+        return dict(zip(out.source_tokens, out.diagnosis.signals["insertion_gain"].tolist()))
+    assert gain("Ein Mann fährt.")["\u2581bike"] > 2.0
+    assert gain("Ein Mann fährt Rad.")["\u2581bike"] < 0.0
+    assert set(gain("Ein Mann fährt ein Fahrrad.").values()) == {0.0}          # nothing missing: nothing put back
+    out = en_de.translate(BIKE, target="Ein Mann fährt.", diagnose=True, capture=False)
+    bike = [f for f in out.diagnosis.flags if f.kind == "omission"]
+    if bike:                                                                  # the flag says what was put back
+        assert bike[0].evidence["inserted_piece"] == "\u2581Fahrrad" and "put back" in bike[0].evidence["explains"]
+
+
 def test_the_models_own_correct_translation_gets_no_flag(en_de):
     out = en_de.translate(BIKE, diagnose=True, capture=False)
     assert out.text == "Ein Mann fährt Fahrrad."

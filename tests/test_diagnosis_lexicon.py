@@ -98,7 +98,7 @@ def _case(top: float):
 
 WEIGHTS = {"output": {"mean": [0.0] * 6, "std": [1.0] * 6, "coef": [1.0, 0.5, 0.5, 0.2, 2.0, 3.0], "bias": -3.0,
                       "features": OUTPUT_FEATURES},
-           "source": {"mean": [0.0] * 5, "std": [1.0] * 5, "coef": [0.8, 3.0, 1.0, 0.3, 2.5], "bias": -2.0,
+           "source": {"mean": [0.0] * 6, "std": [1.0] * 6, "coef": [0.8, 3.0, 1.0, 0.3, 2.5, 0.4], "bias": -2.0,
                       "features": SOURCE_FEATURES},
            "sentence": {"mean": [0.0] * 10, "std": [1.0] * 10, "coef": [0.0] * 10, "bias": 0.0}}
 
@@ -162,6 +162,38 @@ def test_a_stronger_pull_never_lowers_the_unsupported_score():
         previous = float(dg.hallucination[2])
     sig, item, lex = _expected_case(0.0)
     assert previous > float(combine(sig, WEIGHTS, item, frozenset({3}), lex, piece).hallucination[2])
+
+
+def test_insertions_put_back_the_likeliest_whole_piece_of_a_missing_words_translation():
+    sig, item, lex = _expected_case(0.5)
+    piece = {**VOCAB, 3: "</s>"}.get
+    source, content = ["▁a", "▁b", "▁c", "</s>"], [True, True, True, False]
+    found = lex.insertions(sig.top_ids, sig.top_probs, piece, source, content, ["▁x", "▁y", "▁w", "</s>"])
+    # only c lacks its translation; its likeliest piece beginning 'qq' is "▁qq" at step 2 ("▁q" is too
+    # short to be the word, "qq" is not word-initial); a and b are covered
+    assert found == {2: (pytest.approx(0.5), 2, 20)}
+    assert lex.insertions(sig.top_ids, sig.top_probs, piece, source, content, ["▁x", "▁y", "▁qq", "</s>"]) == {}
+    assert lex.insertions(sig.top_ids, sig.top_probs, piece, source, [True, True, False, False],
+                          ["▁x", "▁y", "▁w", "</s>"]) == {}                    # not a content word: never
+    weak, _, _ = _expected_case(0.01)
+    weak.top_probs[0, 0] = weak.top_probs[2, 1] = 0.0                          # every pull under INSERT_PULL
+    assert lex.insertions(weak.top_ids, weak.top_probs, piece, source, content, ["▁x", "▁y", "▁w", "</s>"]) == {}
+
+
+def test_a_larger_insertion_gain_never_lowers_the_omission_score():
+    piece, previous = {**VOCAB, 3: "</s>"}.get, -1.0
+    for gain in np.linspace(-8.0, 12.0, 11):
+        sig, item, lex = _expected_case(0.5)
+        sig.insertion = {2: (float(gain), 0.5, 2, 20)}
+        dg = combine(sig, WEIGHTS, item, frozenset({3}), lex, piece)
+        assert dg.signals["insertion_gain"][2] == pytest.approx(gain) and dg.signals["insertion_gain"][:2].tolist() == [0, 0]
+        assert dg.omission[2] >= previous
+        previous = float(dg.omission[2])
+    flag = next(f for f in dg.flags if f.kind == "omission" and f.start == 2)
+    assert flag.evidence["inserted_piece"] == "▁qq" and flag.evidence["insertion_gain"] == pytest.approx(12.0)
+    assert "with “qq” put back, the translation is 12.0 nats more likely" in flag.evidence["explains"]
+    sig, item, lex = _expected_case(0.5)
+    assert previous > float(combine(sig, WEIGHTS, item, frozenset({3}), lex, piece).omission[2])
 
 
 def test_weights_fitted_without_the_lexicon_read_only_their_own_columns():

@@ -77,6 +77,13 @@ def test_the_summary_says_what_the_model_expected_instead_of_an_unsupported_word
                                                                         expected={1: ("▁Katze", "▁cat")})
 
 
+def test_the_summary_says_which_word_fits_back_in_for_a_left_out_one():
+    flags = [("omission", 1, 3, 0.9)]
+    assert diagnosis_summary(flags, OUTPUT, SOURCE, put_back={1: "▁Katze"}) == (
+        "“cat” in the source looks left out (the translation is likelier with “Katze” put back).")
+    assert diagnosis_summary(flags, OUTPUT, SOURCE, put_back={0: "▁Katze"}) == "“cat” in the source looks left out."
+
+
 def test_an_unsure_summary_names_the_likeliest_unflagged_word():
     source = ["▁A", "▁man", "▁is", "▁riding", "▁a", "▁bi", "ke", ".", "</s>"]
     output = ["▁Ein", "▁Mann", "▁fährt", ".", "</s>"]

@@ -241,6 +241,12 @@ def _expected_note(expectation: tuple | None) -> str:
     return f" (the model expected “{wanted}” for “{source_word}”)" if wanted and source_word else ""
 
 
+def _put_back_note(word: str | None) -> str:
+    """' (the translation is likelier with “Fahrrad” put back)', or ""."""
+    shown = words_of([str(word)], 30) if word else ""
+    return f" (the translation is likelier with “{shown}” put back)" if shown else ""
+
+
 def _listed(names: list[str]) -> str:
     shown = ", ".join(names[:MAX_LISTED])
     rest = len(names) - MAX_LISTED
@@ -273,7 +279,7 @@ def _word_around(tokens: Sequence[str], t: int) -> tuple[int, int]:
 def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], source_tokens: Sequence[str],
                       probs: Sequence[float] | None = None, unsure: bool = False,
                       detached: float | None = None, expected: Mapping[int, tuple] | None = None,
-                      candidate: tuple | None = None) -> str:
+                      candidate: tuple | None = None, put_back: Mapping[int, str] | None = None) -> str:
     """One plain-text sentence (escape it to show it): exactly the flagged spans, in words, or
     that nothing was flagged. flags: (kind "hallucination" | "omission", start, end, score), end
     exclusive. It never says that nothing looks wrong while a piece has p < 0.01 (`probs`, one per
@@ -282,15 +288,17 @@ def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], sour
     expected: an unsupported span's start -> (the word the model expected there, the source word
     it usually translates), said after that span's name. candidate: the unflagged word with the
     highest score, (kind, start, end, score): named when nothing is flagged and the model is unsure,
-    so the reader knows where to look first."""
+    so the reader knows where to look first. put_back: a left-out span's start -> the word whose
+    return makes the translation likelier, said after that span's name."""
     if detached is not None and detached >= 0.5:
-        rest = diagnosis_summary(flags, output_tokens, source_tokens, expected=expected) if flags else ""
+        rest = diagnosis_summary(flags, output_tokens, source_tokens, expected=expected, put_back=put_back) if flags else ""
         whole = ("The whole translation looks detached from the source" if detached >= DETACHED
                  else "The translation looks partly unsupported by the source or incomplete")
         return f"{whole} (sentence score {detached:.2f})." + (" " + rest if rest else "")
     unsupported = [_span_name(output_tokens, a, b) + _expected_note((expected or {}).get(a))
                    for kind, a, b, _ in flags if kind == "hallucination"]
     omitted = [_span_name(source_tokens, a, b) for kind, a, b, _ in flags if kind == "omission"]
+    back = next((w for kind, a, _b, _s in flags if kind == "omission" for w in [(put_back or {}).get(a)] if w), None)
     parts = []
     def plural(names):
         return len(names) > 1 or (names[0].startswith("“") and " " in names[0].split("” (")[0])
@@ -299,7 +307,7 @@ def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], sour
         parts.append(f"{_listed(unsupported)} look{'' if many else 's'} unsupported by the source")
     if omitted:
         many = plural(omitted)
-        parts.append(f"{_listed(omitted)} in the source look{'' if many else 's'} left out")
+        parts.append(f"{_listed(omitted)} in the source look{'' if many else 's'} left out" + _put_back_note(back))
     if parts:
         text = "; ".join(parts)
         return text[0].upper() + text[1:] + "."

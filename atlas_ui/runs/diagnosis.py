@@ -24,7 +24,7 @@ from .warm import held, hold
 LOG = logging.getLogger("atlas_ui")
 SIGNAL_NAMES = {"log_p": "log p", "pmi": "contrastive conditioning (source gain)",
                 "deletion_drop": "source-word deletion (coverage)", "unmet_demand": "unmet demand",
-                "lexicon_gap": "a lexicon of its training data (lexicon gap, expected translation)"}
+                "lexicon_gap": "a lexicon of its training data (lexicon gap, expected translation, insertion gain)"}
 # The panels of the Diagnosis view: one value per output piece, one per source piece. The lexicon
 # gaps are in each flag's evidence (the flag table), not panels: two more would crowd a projector.
 OUTPUT_SIGNALS = ("log_p", "pmi")
@@ -47,6 +47,12 @@ class Findings:
     def spans(self) -> list:
         """(kind, start, end, score) of every flag, for viz.diagnosis.diagnosis_summary."""
         return [flag[:4] for flag in self.flags]
+
+    def put_back(self) -> dict:
+        """start -> the piece whose return makes the translation likelier (insertion gain > 0), per
+        left-out flag, for diagnosis_summary."""
+        return {start: evidence["inserted_piece"] for kind, start, _end, _score, evidence in self.flags
+                if kind == "omission" and evidence.get("insertion_gain", 0.0) > 0 and evidence.get("inserted_piece")}
 
     def expectations(self) -> dict:
         """start -> (expected piece, source word) of each unsupported flag where the model expected

@@ -36,12 +36,15 @@ def flag_table(findings, result) -> pd.DataFrame:
         pieces = result.output_tokens if kind == "hallucination" else result.source_tokens
         numbers = {k: round(v, 3) for k, v in evidence.items() if isinstance(v, float)}
         expected = findings.expectations().get(start) if kind == "hallucination" else None
+        put_back = findings.put_back().get(start) if kind == "omission" else None
         rows.append({"flag": "unsupported" if kind == "hallucination" else "left out",
                      "text": words_of(pieces[start:end]) or " ".join(map(str, pieces[start:end])),
                      "pieces": f"{start + 1}–{end}" if end - start > 1 else str(start + 1),   # counted from 1
                      "score": round(score, 3),
-                     **({"expected instead": f"{words_of([expected[0]])} (for {words_of([expected[1]])})"}
+                     **({"expected word": f"{words_of([expected[0]])} (for {words_of([expected[1]])})"}
                         if expected else {}),
+                     **({"expected word": f"{words_of([put_back])} (put back: "
+                                          f"+{evidence['insertion_gain']:.1f} nats)"} if put_back else {}),
                      **numbers})
     return pd.DataFrame(rows)
 
@@ -99,7 +102,7 @@ def strip_marks(findings, result) -> dict:
         return {}
     text = diagnosis_summary(findings.spans(), result.output_tokens, result.source_tokens, probs=result.probs(),
                              unsure=result.mean_prob() < LOW_CONFIDENCE, detached=findings.sentence_score,
-                             expected=findings.expectations(),
+                             expected=findings.expectations(), put_back=findings.put_back(),
                              candidate=strongest_unflagged(findings.hallucination, findings.omission, result.output_tokens,
                                                            result.source_tokens, findings.threshold))
     note = missing_note(findings)

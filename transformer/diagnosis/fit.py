@@ -152,7 +152,7 @@ class Fitted:
 
 def featurise(tr, all_cases) -> Fitted:
     special, lexicon = frozenset(tr.engine.special_ids), lexicon_for(tr)
-    signals = compute_signals(tr, [c.item for c in all_cases], tr.gates(None))
+    signals = compute_signals(tr, [c.item for c in all_cases], tr.gates(None), lexicon=lexicon)
     return Fitted(all_cases, [features(s, c.item, special, lexicon, tr.tokenizer.id_to_piece)
                               for s, c in zip(signals, all_cases)])
 
@@ -201,8 +201,8 @@ def sentence_maxima(fitted: Fitted, models: dict) -> tuple[np.ndarray, np.ndarra
 
 def choose_thresholds(fitted: Fitted, models: dict, false_alarms: float) -> tuple[float, float, dict]:
     """Output and source thresholds with at most `false_alarms` of the unedited references flagged
-    (either kind), the pair that finds the most real errors: substituted words plus left-out words
-    (omission, phrase, insertion), each flagged where a flag touches it."""
+    (either kind), the pair that finds the most real errors: substituted words plus omitted words,
+    each flagged where a flag touches it."""
     kinds = np.array([c.kind for c in fitted.cases])
     h, o = sentence_maxima(fitted, models)
     hit_h, hit_o = [], []                      # the wrong word's own score, per error case
@@ -221,8 +221,10 @@ def choose_thresholds(fitted: Fitted, models: dict, false_alarms: float) -> tupl
             alarms = float(((h[correct] >= a) | (o[correct] >= b)).mean())
             if alarms > false_alarms:
                 continue
-            found = float((hit_h[kinds == "substitution"] >= a).mean()) + float(np.mean(
-                [(hit_o[kinds == k] >= b).mean() for k in ("omission", "phrase", "insertion") if (kinds == k).any()]))
+            # issue 30's two recall goals: the substituted word and the omitted word (phrases and
+            # inserted source words follow the omitted word; weighting them as much gave en-de 74% of
+            # substituted words instead of 80%, for 66% of omitted ones instead of 64%, held out)
+            found = float((hit_h[kinds == "substitution"] >= a).mean()) + float((hit_o[kinds == "omission"] >= b).mean())
             if found > best:
                 best, choice = found, (float(a), float(b))
     return choice[0], choice[1], {"found": best}

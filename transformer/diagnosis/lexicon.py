@@ -33,6 +33,7 @@ MIN_PAIR_COUNT = 2         # pairs a word pair must share to be kept
 MIN_DICE = 0.02            # weaker associations are dropped (they never decide a gap)
 MIN_TOP = 0.1              # a word whose best association is weaker has no usual translation: no evidence
 USUAL = 0.5                # a word's usual translations: Dice at least this share of its best one
+INSERT_PULL = 0.02         # the least probability a piece must have had to be put back (insertions())
 WORD = re.compile(r"\w+")
 
 
@@ -165,6 +166,44 @@ class Lexicon:
                     total = float(pulled[o].sum())
                     mass[o], why[o] = total, (word, texts[int(where[o, pulled[o].argmax()])], total)
         return mass, why
+
+
+    def insertions(self, top_ids: np.ndarray, top_probs: np.ndarray, piece_text, source_words: list[str],
+                   content: list[bool], output_words: list[str]) -> dict:
+        """For each content source word whose usual translations the output lacks: (pull, step, piece
+        id) of the piece the model most wanted for it at any step (top_ids, top_probs: (T, K)), a
+        word-initial piece at least as long as the shortest wanted stem (a whole word more often than a
+        fragment) and with p >= INSERT_PULL. scores put it back at that step: an omitted word's
+        translation fits in (insertion gain > 0), a paraphrased word's duplicates its neighbour."""
+        found: dict[int, tuple] = {}
+        if top_ids is None or not len(top_ids):
+            return found
+        unique, where = np.unique(top_ids, return_inverse=True)
+        where = where.reshape(top_ids.shape)
+        texts = [str(piece_text(int(v))) for v in unique]
+        by_start: dict[str, list[int]] = {}
+        for u, text in enumerate(texts):
+            if text.startswith("\u2581"):
+                body = text[1:].lower()
+                for k in range(1, min(3, len(body)) + 1):
+                    by_start.setdefault(body[:k], []).append(u)
+        for length in STEMS:
+            present = {s for s in (stem(w, length) for w in output_words) if s}
+            for w, (word, on) in enumerate(zip(source_words, content)):
+                wanted = self.usual(word, length) if on else set()
+                if not wanted or wanted & present:
+                    continue
+                shortest = min(len(t) for t in wanted)
+                hit = np.zeros(len(unique), dtype=bool)
+                for t in wanted:
+                    for u in by_start.get(t[:3], ()):
+                        hit[u] = hit[u] or (len(texts[u]) - 1 >= shortest and _begins(texts[u], {t}))
+                pulls = np.where(hit[where], top_probs, 0.0)                        # (T, K)
+                step, k = np.unravel_index(int(pulls.argmax()), pulls.shape)
+                pull = float(pulls[step, k])
+                if pull >= INSERT_PULL and pull > found.get(w, (0.0,))[0]:
+                    found[w] = (pull, int(step), int(unique[where[step, k]]))
+        return found
 
 
 def _begins(piece: str, stems: set) -> bool:

@@ -177,7 +177,8 @@ def _touches(spans: list, labels: np.ndarray) -> bool:
 
 def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
     """The issue's table for one model: ROC AUC of the combination and of each raw signal alone
-    (omission: -(fall of log p(translation) when the word is deleted), unmet demand, the lexicon gap;
+    (omission: -(fall of log p(translation) when the word is deleted), unmet demand, the lexicon gap,
+    the insertion gain;
     substitution: -log p of the piece, -pmi, the lexicon gap, the expected translation) over
     non-special pieces, per kind; and
     how the flags behave."""
@@ -204,6 +205,10 @@ def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
         out[("auc", name, "unmet demand")] = pool(kinds, "source", lambda d: d.signals["unmet_demand"])
         if all("source_lexicon_gap" in d.signals for d in diagnoses):
             out[("auc", name, "lexicon gap")] = pool(kinds, "source", lambda d: d.signals["source_lexicon_gap"])
+        if all("insertion_gain" in d.signals for d in diagnoses):
+            # words never put back rank below every gain (their translation is there, or unknown)
+            out[("auc", name, "insertion gain")] = pool(kinds, "source", lambda d: np.where(
+                d.signals["insertion_gain"] != 0, d.signals["insertion_gain"], -1e9))
     for name, kinds in (("substitution", ["substitution"]), ("partial", ["partial", "correct"])):
         out[("auc", name, "combination")] = pool(kinds, "output", lambda d: d.hallucination)
         out[("auc", name, "log p")] = pool(kinds, "output", lambda d: -d.signals["log_p"])

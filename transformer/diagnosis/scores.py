@@ -35,7 +35,8 @@ WEIGHTS_FILE = "diagnosis.json"
 # lexicon_gap and expected_translation (lexicon.py) are 0 for models without a lexicon; weights name
 # the columns they use, so weights fitted without them (the generic default) read only their own.
 OUTPUT_FEATURES = ["neg_log_p", "neg_pmi", "neg_support", "neg_mean_log_p", "lexicon_gap", "expected_translation"]
-SOURCE_FEATURES = ["neg_drop", "unmet_max", "unmet_sum", "neg_drop_max", "lexicon_gap"]
+SOURCE_FEATURES = ["neg_drop", "unmet_max", "unmet_sum", "neg_drop_max", "lexicon_gap", "insertion_gain"]
+INSERTION_RANGE = (-5.0, 10.0)     # nats: the gain's column is clip(gain) - low, 0 for words never put back
 SENTENCE_FEATURES = ["mean_log_p", "mean_pmi", "min_log_p_window", "min_pmi_window", "low_pmi_share",
                      "min_pmi_window4", "pmi_p10", "mean_hallucination", "max_hallucination", "flagged_share"]
 
@@ -122,17 +123,26 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
     out = np.array([[(-lp[g]).max(), (-pmi[g]).max(), -support[g].max(), -lp[g].mean(), output_gap[i], expected[i]]
                     for i, g in enumerate(groups)]).reshape(-1, len(OUTPUT_FEATURES))
     per_word = drops.sum(1) if len(drops) else np.zeros(0)
+    low, high = INSERTION_RANGE
+    insertion = [float(np.clip(sig.insertion[w][0], low, high) - low) if w in sig.insertion and on[w] else 0.0
+                 for w in range(len(sig.words))]
     src = np.array([[-_slog(per_word[w]), sig.unmet[w].max(initial=0.0), np.log1p(sig.unmet[w].sum()),
-                     -_slog(drops[w].max(initial=0.0)), source_gap[w]]
+                     -_slog(drops[w].max(initial=0.0)), source_gap[w], insertion[w]]
                     for w in range(len(sig.words))]).reshape(-1, len(SOURCE_FEATURES))
     lp_w, pmi_w = _window(lp, 2), _window(pmi, 2)
     sentence = np.array([float(lp.mean()), float(pmi.mean()), lp_w.min(), pmi_w.min(), float((pmi_w < 0.5).mean()),
                          _window(pmi, 4).min(), float(np.percentile(pmi, 10))])
     S = sum(len(g) for g in sig.words)
-    drop_piece, unmet_piece, source_gap_piece = np.zeros(S), np.zeros(S), np.zeros(S)
+    drop_piece, unmet_piece, source_gap_piece, insertion_piece = np.zeros(S), np.zeros(S), np.zeros(S), np.zeros(S)
+    inserted_for = [None] * S                       # the piece put back for the word at each source piece
     for w, group in enumerate(sig.words):
         drop_piece[group], unmet_piece[group] = per_word[w], sig.unmet[w].max(initial=0.0)
         source_gap_piece[group] = source_gap[w]
+        if w in sig.insertion and on[w]:
+            insertion_piece[group] = sig.insertion[w][0]
+            text = str(piece_text(sig.insertion[w][3])) if piece_text is not None else None
+            for j in group:
+                inserted_for[j] = (text, sig.insertion[w][0])
     output_gap_piece, expected_piece, expected_for = np.zeros(T), np.zeros(T), [None] * T
     for i, g in enumerate(groups):
         output_gap_piece[g], expected_piece[g] = output_gap[i], expected[i]
@@ -141,10 +151,10 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
     raw = {"log_p": lp, "pmi": pmi, "deletion_drop": drop_piece, "unmet_demand": unmet_piece}
     if lexicon is not None:
         raw.update(source_lexicon_gap=source_gap_piece, output_lexicon_gap=output_gap_piece,
-                   expected_translation=expected_piece)
+                   expected_translation=expected_piece, insertion_gain=insertion_piece)
     return {"output": out, "output_groups": groups, "output_flaggable": flaggable,
             "source": src, "source_groups": sig.words, "source_flaggable": on, "sentence": sentence, "raw": raw,
-            "expected_for": expected_for,
+            "expected_for": expected_for, "inserted_for": inserted_for,
             "missing": [] if lexicon is not None else ["lexicon_gap"]}       # (and the expected translation)
 
 
@@ -259,13 +269,33 @@ def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
             "deletion_drop": float(raw["deletion_drop"][a:b].min()),
             "unmet_demand": float(raw["unmet_demand"][a:b].max()),
             **({"lexicon_gap": float(raw["source_lexicon_gap"][a:b].max())} if "source_lexicon_gap" in raw else {}),
+            **_inserted_evidence(f, a, b),
             "explains": "the word pulls the model towards pieces the translation never writes (unmet demand), "
                         "deleting it does not lower log p(translation) (nats)"
                         + (", and the words it is usually translated by are missing (lexicon gap, 0-1)"
-                           if "source_lexicon_gap" in raw else "")}))
+                           if "source_lexicon_gap" in raw else "") + _inserted_words(f, a, b)}))
     return Diagnosis(sentence, hallucination, omission, flags,
                      signals={k: np.asarray(v, dtype=np.float32) for k, v in raw.items()},
                      missing=list(f.get("missing", [])))
+
+
+def _inserted(f: dict, a: int, b: int):
+    """(piece text, gain) of the piece put back for the source pieces a..b-1, or None."""
+    found = [w for w in (f.get("inserted_for") or [None] * b)[a:b] if w and w[0]]
+    return max(found, key=lambda w: w[1]) if found else None
+
+
+def _inserted_evidence(f: dict, a: int, b: int) -> dict:
+    got = _inserted(f, a, b)
+    return {"inserted_piece": got[0], "insertion_gain": float(got[1])} if got else {}
+
+
+def _inserted_words(f: dict, a: int, b: int) -> str:
+    got = _inserted(f, a, b)
+    if not got or got[1] <= 0:
+        return ""
+    return (f"; with “{got[0].replace(chr(0x2581), '')}” put back, the translation is {got[1]:.1f} nats "
+            "more likely")
 
 
 def _strongest_expectation(f: dict, a: int, b: int):
@@ -304,8 +334,8 @@ def diagnose_items(tr, items: list[Item], head_mask=None, weights: dict | None =
         if not it.output_ids or not it.source_ids:
             raise ValueError("diagnosis needs at least one source piece and one output piece")
     weights = weights or diagnosis_weights(tr)
-    signals = compute_signals(tr, items, tr.gates(head_mask), budget, bf16)
     special, lexicon = frozenset(tr.engine.special_ids), lexicon_for(tr)
+    signals = compute_signals(tr, items, tr.gates(head_mask), budget, bf16, lexicon)
     return [combine(sig, weights, it, special, lexicon, tr.tokenizer.id_to_piece) for sig, it in zip(signals, items)]
 
 

@@ -19,7 +19,7 @@ the translator's device.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -50,6 +50,10 @@ class Signals:
     deleted: np.ndarray           # (W,) bool: a content word (deleted); special pieces and punctuation are not
     top_ids: np.ndarray | None = None     # (T, K) the full-source pass's best pieces at each step
     top_probs: np.ndarray | None = None   # (T, K) their probabilities
+    # word w -> (insertion gain in nats, pull, step, piece id): log p(translation with the piece the
+    # model most wanted for w put back at that step) - log p(translation); only words a lexicon says
+    # the translation lacks (lexicon.insertions), none without a lexicon
+    insertion: dict = field(default_factory=dict)
 
 
 def is_punctuation(piece: str) -> bool:
@@ -119,9 +123,15 @@ def forced_passes(tr, rows: list[tuple[list, list, list]], gates=None, budget: i
     return forced_pass(tr, rows, reduce, gates, budget, bf16)
 
 
-def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None, bf16: bool = False) -> list[Signals]:
+def _joined(pieces: list, groups: list) -> list[str]:
+    return ["".join(str(pieces[j]) for j in g) for g in groups]
+
+
+def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None, bf16: bool = False,
+                    lexicon=None) -> list[Signals]:
     """Full source and null source for every item, then every content word's deletion against
-    the full source's demand, in shared batches."""
+    the full source's demand and, with a lexicon, the translation with each missing word's
+    expected piece put back (Signals.insertion), in shared batches."""
     special = tr.engine.special_ids
     first, plans = [], []
     for it in items:
@@ -143,6 +153,20 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
                 kept = [i for j, i in enumerate(it.source_ids) if j not in drop] or null
                 rows.append((kept, list(it.fed_ids), list(it.output_ids)))
                 against.append(want)
+    inserted = []                                   # (item, word, pull, step, piece, row)
+    if lexicon is not None:
+        limit = getattr(getattr(tr, "config", None), "max_target_len", None)
+        for n, (it, (null, words, deleted)) in enumerate(zip(items, plans)):
+            if limit is not None and len(it.output_ids) + 1 > limit:
+                continue
+            out_words = _joined(it.output_pieces, word_groups(it.output_pieces, it.output_ids, special))
+            found = lexicon.insertions(*full[2 * n][1], tr.tokenizer.id_to_piece, _joined(it.source_pieces, words),
+                                       list(deleted), out_words)
+            for w, (pull, step, piece) in sorted(found.items()):
+                output = list(it.output_ids[:step]) + [piece] + list(it.output_ids[step:])
+                inserted.append((n, w, pull, step, piece, len(rows)))
+                rows.append((list(it.source_ids), [it.fed_ids[0]] + output[:-1], output))
+                against.append(None)
     passes = forced_passes(tr, rows, gates, budget, bf16, against=against)
     out = []
     for n, (it, (null, words, deleted), start) in enumerate(zip(items, plans, starts)):
@@ -152,4 +176,7 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
         for k, w in enumerate(np.flatnonzero(deleted)):
             deletion[w], unmet[w] = passes[start + k]
         out.append(Signals(lp, lp_null, words, deletion, unmet, deleted, *full[2 * n][1]))
+    for n, w, pull, step, piece, row in inserted:
+        gain = float(np.sum(passes[row][0], dtype=np.float64) - np.sum(out[n].log_p, dtype=np.float64))
+        out[n].insertion[w] = (gain, pull, step, piece)
     return out
