@@ -65,12 +65,18 @@ COMPACT_CSS = """<style>
 PHONE_X_LABELS = 10
 
 
+# Charts whose every x label must stay (the word alignment: a link is read from the words at its ends).
+EVERY_X_LABEL = ("roles_alignment",)
+
+
 def phone_tick_css(most: int = PHONE_X_LABELS, widest_step: int = 10) -> str:
     """CSS rules hiding all but every k-th x tick label of an axis with more than most*(k-1) of them
-    (the labels are g.xtick; the tick marks beside them are path.xtick)."""
+    (the labels are g.xtick; the tick marks beside them are path.xtick), except in EVERY_X_LABEL's
+    containers."""
     rules = []
+    keep = "".join(f":not(.st-key-{key} *)" for key in EVERY_X_LABEL)
     for k in range(2, widest_step + 1):
-        axis = f".xaxislayer-above:has(> g.xtick:nth-child({most * (k - 1) + 1} of g.xtick))"
+        axis = f".xaxislayer-above{keep}:has(> g.xtick:nth-child({most * (k - 1) + 1} of g.xtick))"
         if k < widest_step:
             axis += f":not(:has(> g.xtick:nth-child({most * k + 1} of g.xtick)))"
         rules.append(f"{axis} > g.xtick:not(:nth-child({k}n+1 of g.xtick)) text{{display:none}}")
