@@ -139,32 +139,15 @@ class Lexicon:
         if top_ids is None or not len(output_words):
             return mass, why
         ids, probs = top_ids[first_steps], top_probs[first_steps]                    # (Wo, K)
-        unique, where = np.unique(ids, return_inverse=True)
-        where = where.reshape(ids.shape)
-        texts = [str(piece_text(int(v))) for v in unique]
-        # a piece can begin a word of stem t only if both share their first min(3, len(t)) characters
-        by_start: dict[str, list[int]] = {}
-        for u, text in enumerate(texts):
-            if text.startswith("\u2581"):
-                body = text[1:].lower()
-                for k in range(1, min(3, len(body)) + 1):
-                    by_start.setdefault(body[:k], []).append(u)
-        for length in STEMS:
-            present = {s for s in (stem(w, length) for w in output_words) if s}
-            for word in source_words:
-                wanted = self.usual(word, length)
-                if not wanted or wanted & present:
-                    continue
-                hit = np.zeros(len(unique), dtype=bool)
-                for t in wanted:
-                    for u in by_start.get(t[:3], ()):
-                        hit[u] = hit[u] or _begins(texts[u], {t})
-                if not hit.any():
-                    continue
-                pulled = np.where(hit[where], probs, 0.0)                           # (Wo, K)
-                for o in np.flatnonzero(pulled.sum(1) > mass):
-                    total = float(pulled[o].sum())
-                    mass[o], why[o] = total, (word, texts[int(where[o, pulled[o].argmax()])], total)
+        pieces = _TopPieces(ids, piece_text)
+        for word, _, wanted in self._missing(source_words, [True] * len(source_words), output_words):
+            hit = pieces.beginning(wanted)
+            if not hit.any():
+                continue
+            pulled = np.where(hit[pieces.where], probs, 0.0)                        # (Wo, K)
+            for o in np.flatnonzero(pulled.sum(1) > mass):
+                total = float(pulled[o].sum())
+                mass[o], why[o] = total, (word, pieces.texts[int(pieces.where[o, pulled[o].argmax()])], total)
         return mass, why
 
 
@@ -178,32 +161,52 @@ class Lexicon:
         found: dict[int, tuple] = {}
         if top_ids is None or not len(top_ids):
             return found
-        unique, where = np.unique(top_ids, return_inverse=True)
-        where = where.reshape(top_ids.shape)
-        texts = [str(piece_text(int(v))) for v in unique]
-        by_start: dict[str, list[int]] = {}
-        for u, text in enumerate(texts):
-            if text.startswith("\u2581"):
-                body = text[1:].lower()
-                for k in range(1, min(3, len(body)) + 1):
-                    by_start.setdefault(body[:k], []).append(u)
+        pieces = _TopPieces(top_ids, piece_text)
+        for _, w, wanted in self._missing(source_words, content, output_words):
+            hit = pieces.beginning(wanted, min_length=min(len(t) for t in wanted))
+            pulls = np.where(hit[pieces.where], top_probs, 0.0)                     # (T, K)
+            step, k = np.unravel_index(int(pulls.argmax()), pulls.shape)
+            pull = float(pulls[step, k])
+            if pull >= INSERT_PULL and pull > found.get(w, (0.0,))[0]:
+                found[w] = (pull, int(step), int(pieces.unique[pieces.where[step, k]]))
+        return found
+
+
+    def _missing(self, source_words: list[str], content: list[bool], output_words: list[str]):
+        """(source word, its index, its usual target stems) per stem length, for each word in
+        `content` none of whose usual translations is among `output_words` at that length."""
         for length in STEMS:
             present = {s for s in (stem(w, length) for w in output_words) if s}
             for w, (word, on) in enumerate(zip(source_words, content)):
                 wanted = self.usual(word, length) if on else set()
-                if not wanted or wanted & present:
-                    continue
-                shortest = min(len(t) for t in wanted)
-                hit = np.zeros(len(unique), dtype=bool)
-                for t in wanted:
-                    for u in by_start.get(t[:3], ()):
-                        hit[u] = hit[u] or (len(texts[u]) - 1 >= shortest and _begins(texts[u], {t}))
-                pulls = np.where(hit[where], top_probs, 0.0)                        # (T, K)
-                step, k = np.unravel_index(int(pulls.argmax()), pulls.shape)
-                pull = float(pulls[step, k])
-                if pull >= INSERT_PULL and pull > found.get(w, (0.0,))[0]:
-                    found[w] = (pull, int(step), int(unique[where[step, k]]))
-        return found
+                if wanted and not wanted & present:
+                    yield word, w, wanted
+
+
+class _TopPieces:
+    """The distinct pieces among a decoding's best ones (ids: any shape), indexed by their first
+    letters, so a missing word's usual translations are looked up per stem, not per piece."""
+
+    def __init__(self, ids: np.ndarray, piece_text):
+        self.unique, where = np.unique(ids, return_inverse=True)
+        self.where = where.reshape(ids.shape)                   # ids == unique[where]
+        self.texts = [str(piece_text(int(v))) for v in self.unique]
+        # a piece can begin a word of stem t only if both share their first min(3, len(t)) characters
+        self.by_start: dict[str, list[int]] = {}
+        for u, text in enumerate(self.texts):
+            if text.startswith("\u2581"):
+                body = text[1:].lower()
+                for k in range(1, min(3, len(body)) + 1):
+                    self.by_start.setdefault(body[:k], []).append(u)
+
+    def beginning(self, stems: set, min_length: int = 0) -> np.ndarray:
+        """Per distinct piece: a word-initial piece of at least min_length letters that begins a
+        word of one of `stems`?"""
+        hit = np.zeros(len(self.unique), dtype=bool)
+        for t in stems:
+            for u in self.by_start.get(t[:3], ()):
+                hit[u] = hit[u] or (len(self.texts[u]) - 1 >= min_length and _begins(self.texts[u], {t}))
+        return hit
 
 
 def _begins(piece: str, stems: set) -> bool:
