@@ -192,8 +192,8 @@ def sentence_maxima(fitted: Fitted, models: dict) -> tuple[np.ndarray, np.ndarra
     """Per case, the largest output-word and source-word score."""
     h, o = [], []
     for c, f in zip(fitted.cases, fitted.feats):
-        hs = word_scores(models["output"], f["output"], f["output_groups"], f["output_flaggable"], len(c.piece_labels))
-        os_ = word_scores(models["source"], f["source"], f["source_groups"], f["source_flaggable"], len(c.source_labels))
+        hs = word_scores(models, f, "output")
+        os_ = word_scores(models, f, "source")
         h.append(hs.max(initial=0.0))
         o.append(os_.max(initial=0.0))
     return np.array(h), np.array(o)
@@ -207,8 +207,8 @@ def choose_thresholds(fitted: Fitted, models: dict, false_alarms: float) -> tupl
     h, o = sentence_maxima(fitted, models)
     hit_h, hit_o = [], []                      # the wrong word's own score, per error case
     for c, f in zip(fitted.cases, fitted.feats):
-        hs = word_scores(models["output"], f["output"], f["output_groups"], f["output_flaggable"], len(c.piece_labels))
-        os_ = word_scores(models["source"], f["source"], f["source_groups"], f["source_flaggable"], len(c.source_labels))
+        hs = word_scores(models, f, "output")
+        os_ = word_scores(models, f, "source")
         hit_h.append(hs[c.piece_labels > 0].max(initial=0.0))
         hit_o.append(os_[c.source_labels > 0].max(initial=0.0))
     hit_h, hit_o = np.array(hit_h), np.array(hit_o)
@@ -285,8 +285,7 @@ def dev_cases(tr, data_dir, start: int, stop: int | None, seed: int) -> list:
 def fit_sentence_model(fitted: Fitted, models: dict) -> tuple[dict, tuple[float, float]]:
     """The sentence model on the correct, detached and partial cases, then emphasise()."""
     rows = [(c, f) for c, f in zip(fitted.cases, fitted.feats) if c.kind in ("correct", "detached", "partial")]
-    x = np.array([sentence_features(f, word_scores(models["output"], f["output"], f["output_groups"],
-                                                   f["output_flaggable"], len(c.piece_labels))) for c, f in rows])
+    x = np.array([sentence_features(f, word_scores(models, f, "output")) for c, f in rows])
     kinds = np.array([c.kind for c, _ in rows])
     model = dict(fit_logistic(x, (kinds != "correct").astype(float)), features=SENTENCE_FEATURES)
     return emphasise(model, x, kinds)

@@ -158,24 +158,29 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
             "missing": [] if lexicon is not None else ["lexicon_gap"]}       # (and the expected translation)
 
 
-def _columns(model: dict, x: np.ndarray) -> np.ndarray:
-    """The columns of a full feature matrix (OUTPUT_ or SOURCE_FEATURES) that `model` was fitted on:
+FEATURES = {"output": OUTPUT_FEATURES, "source": SOURCE_FEATURES}
+
+
+def _columns(model: dict, x: np.ndarray, side: str) -> np.ndarray:
+    """The columns of a side's full feature matrix (FEATURES[side]) that `model` was fitted on:
     those its "features" name, else its first len(coef)."""
     names = model.get("features")
     if not names:
         return x[:, :len(model["coef"])]
-    names = list(names)
-    full = OUTPUT_FEATURES if set(names) - set(SOURCE_FEATURES) else SOURCE_FEATURES
-    return x if names == full else x[:, [full.index(n) for n in names]]
+    full = FEATURES[side]
+    return x if list(names) == full else x[:, [full.index(n) for n in names]]
 
 
-def word_scores(model: dict, x: np.ndarray, groups: list, flaggable: np.ndarray, n: int) -> np.ndarray:
-    """Per-piece scores from per-word features: each word's score on all its pieces, 0 where a
-    word cannot be flagged."""
+def word_scores(weights: dict, f: dict, side: str) -> np.ndarray:
+    """Per-piece scores of one side ("output": hallucination, "source": omission) from its
+    per-word features (features()): each word's score on all its pieces, 0 where a word cannot
+    be flagged."""
+    n = len(f["raw"]["log_p" if side == "output" else "deletion_drop"])
     scores = np.zeros(n, dtype=np.float64)
-    if len(groups):
-        word = _predict(model, _columns(model, x)) * flaggable
-        for g, value in zip(groups, word):
+    if len(f[f"{side}_groups"]):
+        model = weights[side]
+        word = _predict(model, _columns(model, f[side], side)) * f[f"{side}_flaggable"]
+        for g, value in zip(f[f"{side}_groups"], word):
             scores[g] = value
     return scores
 
@@ -245,9 +250,7 @@ def combine(sig: Signals, weights: dict, item: Item | None = None, special: set 
 
 def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
     """The Diagnosis that `weights` give for these features (features())."""
-    T, S = len(f["raw"]["log_p"]), len(f["raw"]["deletion_drop"])
-    hallucination = word_scores(weights["output"], f["output"], f["output_groups"], f["output_flaggable"], T)
-    omission = word_scores(weights["source"], f["source"], f["source_groups"], f["source_flaggable"], S)
+    hallucination, omission = word_scores(weights, f, "output"), word_scores(weights, f, "source")
     hallucination, omission = hallucination.astype(np.float32), omission.astype(np.float32)
     sentence = float(_predict(weights["sentence"], sentence_features(f, hallucination)[None])[0])
     raw = f["raw"]
