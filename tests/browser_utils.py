@@ -187,10 +187,16 @@ def running_app(log_dir: Path, extra_args: tuple = (), env: dict | None = None):
         yield server.url
 
 
-def open_page(browser, url: str, viewport=(1440, 1100)):
+# A phone's browser (Chrome on Android): what the app reads to refit charts (page.common.on_a_phone)
+PHONE_AGENT = ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
+               "Chrome/131.0.0.0 Mobile Safari/537.36")
+
+
+def open_page(browser, url: str, viewport=(1440, 1100), phone: bool = False):
     """A fresh page on `url`, returned once its first script run has ended; console and page
-    errors collect in page.problems."""
-    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True)
+    errors collect in page.problems. `phone`: a phone's browser (its User-Agent and touch)."""
+    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True,
+                                  **(dict(user_agent=PHONE_AGENT, has_touch=True) if phone else {}))
     context.add_init_script(run_tracker_js())
     page = context.new_page()
     page.problems = []

@@ -2,7 +2,7 @@
 (a projector), with a 10-word and an 18-word sentence, draws charts whose text labels never overlap,
 whose tick labels are at least 12 px, and whose charts on the first screen lie wholly inside the
 window; the first screen of the default view holds its whole heatmap, both axes, under a one-line
-page title; a phone (390x844) opens a share link on its chart; the presenter's bar and the input row
+page title; a phone (390x844) opens a share link on its chart, every view legible there; the presenter's bar and the input row
 keep their buttons' words whole, and presenter mode offers the share link and its QR code."""
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ def test_the_first_screen_holds_the_default_heatmap_with_both_axes_under_a_page_
 
 @pytest.mark.parametrize("view", ["Heatmap", "Layer grid", "Decoding steps", "Masks"])
 def test_a_phone_opens_a_share_link_on_its_chart(browser, app_url, view):
-    page = open_page(browser, view_link(app_url, view, SENTENCES[10]), viewport=PHONE)
+    page = open_page(browser, view_link(app_url, view, SENTENCES[10]), viewport=PHONE, phone=True)
     wait_charts_drawn(page)
     chart_top = page.evaluate("""() => Math.min(...Array.from(
         document.querySelectorAll('[data-testid="stPlotlyChart"]')).map(c => c.getBoundingClientRect().top))""")
@@ -192,24 +192,37 @@ def test_the_input_row_keeps_its_buttons_words_with_the_sidebar_open(browser, ap
     page.context.close()
 
 
-# Views whose charts a phone cannot hold yet, and why (issue 31, runs/shots15.py): maps side by side,
-# in a grid of tiles, or in a short or narrow plot, where even every k-th label has no room.
-PHONE_CROWDED = {"Layer grid": "a 2x4 grid of tiles ~25 px wide",
-                 "Compare": "two maps ~40 px wide side by side",
-                 "Head summary": "the head's map, 380 px tall: its 22 rows' labels 12 px apart",
-                 "Logit lens": "its columns beside 150 px of row names: every 3rd piece still crowds",
-                 "Masks": "the batch's padding map, ~100 px wide: 0 3 6 ... crowd",
-                 "Attribution": "the source/prefix bars: the first piece runs into the axis's 0"}
+@pytest.mark.parametrize("view", list(VIEWS))
+def test_every_view_is_legible_on_a_phone(browser, app_url, view):
+    """A phone's browser (390x844, a phone's User-Agent) gets each chart refit for its width
+    (viz.phone_figure): with an 18-word sentence no text label of any chart runs into another, none
+    reaches past the screen's edges (titles ran off the right), tick labels are at least 9 px, and
+    no colour bar takes a quarter of the width."""
+    page = open_page(browser, view_link(app_url, view, SENTENCES[18]), viewport=PHONE, phone=True)
+    wait_charts_drawn(page)
+    charts = page.evaluate(CHART_LABELS)
+    assert charts, view
+    for chart in charts:
+        name = f"{view}, {chart['title'][:50]!r}"
+        assert overlapping_labels(chart["labels"]) == [], name
+        outside = [label["text"][:30] for label in chart["labels"]
+                   if not all(-1 <= x <= PHONE[0] + 1 for x, _ in label["corners"])]
+        assert outside == [], name
+        assert min((label["size"] for label in chart["labels"] if label["tick"]), default=9) >= 9, name
+    assert page.locator('[data-testid="stPlotlyChart"] .colorbar').count() == 0
+    assert page.problems == []
+    page.context.close()
 
 
-@pytest.mark.parametrize("view", [view for view in VIEWS if view not in PHONE_CROWDED])
-def test_phone_tick_labels_do_not_run_into_each_other(browser, app_url, view):
-    """A phone (390x844) draws an 18-word sentence's pieces at most every k-th one on an x axis
-    (main.phone_tick_css): upright 11 px labels a few px apart were text on text."""
+@pytest.mark.parametrize("view", ["Heatmap", "Decoding steps"])
+def test_a_narrow_desktop_window_thins_its_tick_labels(browser, app_url, view):
+    """A desktop browser's window narrowed to a phone's width (no phone User-Agent: its charts are
+    built for 1280 px) keeps at most every k-th x label (main.phone_tick_css)."""
     page = open_page(browser, view_link(app_url, view, SENTENCES[18]), viewport=PHONE)
     wait_charts_drawn(page)
     for chart in page.evaluate(CHART_LABELS):
         ticks = [label for label in chart["labels"] if label["tick"]]
         assert overlapping_labels(ticks) == [], f"{view}, {chart['title'][:50]!r}"
+    assert page.locator('[data-testid="stPlotlyChart"] .colorbar').count() > 0     # built for a desktop
     assert page.problems == []
     page.context.close()

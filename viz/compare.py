@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import (COLORBAR_AT_EDGE, DEFAULT_COLORSCALE, as_array, as_probabilities, check_tokens, figure_title,
-                    heatmap_trace, matrix_margins, side_by_side_margins, token_axis)
+                    heatmap_trace, matrix_margins, side_by_side_margins, text_width, token_axis)
 from ._figure import build_figure
 from ._labels import display_tokens
 
@@ -151,9 +151,16 @@ def swap_map_figure(values_a, values_b, output_a, output_b, source_a, source_b,
                         y1=len(out) - 0.5, line=dict(color=EDIT_COLOR, width=3)) for j in edited]
         shapes += [dict(type="rect", xref=f"x{axis}", yref=f"y{axis}", x0=-0.5, x1=len(src) - 0.5, y0=i - 0.5,
                         y1=i + 0.5, line=dict(color=CHANGE_COLOR, width=2, dash="dot")) for i in changed]
+    # the edited map's row labels on its right, between it and the colour bar: on its left they ran
+    # into the original map ("▁Fußballspieler" over its cells, issue 31)
+    right = layout["yaxis2"]
+    right_room = round(max((text_width(r, right["tickfont"]["size"]) for r in right["ticktext"]), default=0.0) + 10)
+    right["side"] = "right"
+    traces[1]["colorbar"] = {**traces[1]["colorbar"], "xpad": COLORBAR_AT_EDGE["xpad"] + right_room}
     # margins that hold both maps' labels and the colour bar: plotly.js draws the figure once
     margin = side_by_side_margins(layout["yaxis"], [(layout["xaxis"], 0.46), (layout["xaxis2"], 0.46)],
                                   traces[1]["colorbar"], top=34)
+    margin["r"] += right_room
     rows = max(len(out_a), len(out_b))
     legend = " · ✎ orange: edited source · ≠ red: changed output"        # one title line: the map starts higher
     layout.update(title={**figure_title(title + legend), "font": dict(size=14)}, shapes=shapes,

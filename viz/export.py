@@ -11,7 +11,7 @@ import json
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import MAIN_WIDTH, check_attention, matrix_margins, text_width
+from ._base import COLORBAR_AT_EDGE, MAIN_WIDTH, check_attention, matrix_margins, text_width
 
 DEFAULT_FILENAME = "attention-atlas"
 
@@ -134,26 +134,27 @@ def matrix_like(fig: go.Figure) -> bool:
                 and layout.yaxis.ticktext is not None and layout.xaxis.automargin and layout.yaxis.automargin)
 
 
-def fit_ticks(fig: go.Figure, letter: str, largest: float, max_height: int | None, upright: bool = False) -> None:
-    """Tick type as large as the pitch allows (<= `largest`, >= MIN_TICK); rows too close for
-    MIN_TICK grow the figure up to `max_height`, then only every k-th label is kept. `upright`:
+def fit_ticks(fig: go.Figure, letter: str, largest: float, max_height: int | None, upright: bool = False,
+              smallest: float = MIN_TICK) -> None:
+    """Tick type as large as the pitch allows (<= `largest`, >= `smallest`); rows too close for
+    `smallest` grow the figure up to `max_height`, then only every k-th label is kept. `upright`:
     x labels that do not fit side by side and are too close for plotly.js's 30 degrees (their
     boxes would overlap) are set upright."""
     for name, axis in labelled_axes(fig, letter):
         pitch = axis_pitch(fig, name, axis)
-        if pitch < LABEL_PITCH * MIN_TICK and letter == "y":
-            wanted = fig.layout.height + plot_size(fig)[1] * (LABEL_PITCH * MIN_TICK / max(pitch, 1e-9) - 1)
+        if pitch < LABEL_PITCH * smallest and letter == "y":
+            wanted = fig.layout.height + plot_size(fig)[1] * (LABEL_PITCH * smallest / max(pitch, 1e-9) - 1)
             fig.layout.height = int(min(wanted, max_height or wanted) + 0.999)
             pitch = axis_pitch(fig, name, axis)
-        if pitch < LABEL_PITCH * MIN_TICK:
-            keep = int(np.ceil(LABEL_PITCH * MIN_TICK / max(pitch, 1e-9)))
+        if pitch < LABEL_PITCH * smallest:
+            keep = int(np.ceil(LABEL_PITCH * smallest / max(pitch, 1e-9)))
             axis.update(tickvals=list(axis.tickvals)[::keep],
                         **({} if axis.ticktext is None else {"ticktext": list(axis.ticktext)[::keep]}))
             pitch *= keep
-        size = max(MIN_TICK, min(largest, pitch / LABEL_PITCH))
+        size = max(smallest, min(largest, pitch / LABEL_PITCH))
         labels = axis.ticktext if axis.ticktext is not None else [f"{v:g}" for v in axis.tickvals]
         if upright and letter == "x" and max(text_width(str(t), size) for t in labels) + 10 > pitch:
-            if pitch >= TILTED_PITCH * MIN_TICK:
+            if pitch >= TILTED_PITCH * smallest:
                 size = min(largest, pitch / TILTED_PITCH)                      # plotly.js tilts them 30 degrees
             else:
                 axis.update(tickangle=90)
@@ -212,6 +213,12 @@ def refit_margins(fig: go.Figure, font_size: int, original: dict | None = None) 
                                 x_size=size(layout.xaxis), colorbar=fig.data[0].colorbar.to_plotly_json(),
                                 top=margin.t or 0, title_size=font_size, bar_size=font_size - 4,
                                 width=figure_width(fig), x_angle=layout.xaxis.tickangle)
+        for _, axis in labelled_axes(fig, "y"):
+            if axis.side == "right" and axis.ticktext is not None:   # a second map's rows, before the bar
+                room = round(max(text_width(str(t), size(axis)) for t in axis.ticktext) + 10)
+                fitted["r"] += room
+                for _, bar in colorbars(fig):
+                    bar.update(xpad=COLORBAR_AT_EDGE["xpad"] + room)
     else:                   # 10 px stays 10 px: a figure that keeps its labels inside asks for nothing
         scale = (font_size - 2) / 11.5
         fitted = {side: 10 + (px - 10) * scale if px > 10 else px for side, px in old.items()}

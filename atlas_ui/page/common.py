@@ -9,12 +9,12 @@ import numpy as np
 import pyarrow as pa
 import streamlit as st
 
-from viz import MAIN_WIDTH, PLOTLY_CONFIG, presenter_figure, svg_config
+from viz import MAIN_WIDTH, PLOTLY_CONFIG, phone_figure, presenter_figure, svg_config
 from viz.heatmaps import visible_positions
 from viz.words import merge_attention
 
 from . import state
-from .figures import figure_cache
+from .figures import figure_cache, phone_version
 from ..server.settings import FIGURE_CACHE_ENTRIES, KIND_LABELS, KINDS
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")     # every ASCII punctuation character
@@ -61,9 +61,21 @@ def chart(fig, key: str, max_height: int = PRESENTER_MAX_HEIGHT, **kwargs):
         height, lowest = fig.layout.height, min(PRESENTER_MIN_HEIGHT, max_height)
         if height is not None and PRESENTER_MAIN_FROM <= height < lowest:
             fig.update_layout(height=lowest)      # a copy already: the slide's picture
+    elif on_a_phone():
+        fig = phone_version(fig, phone_figure)
     image_format = state.kept("image_format", "png")
     config = PLOTLY_CONFIG if image_format == "png" else svg_config()
     return st.plotly_chart(fig, key=key, config=config, theme=None, width="stretch", **kwargs)
+
+
+def on_a_phone() -> bool:
+    """Is this session's browser a phone's? Its User-Agent says "Mobi" (MDN's advice for telling
+    phones from tablets and desktops). There every chart is refit for ~360 px (viz.phone_figure);
+    a narrow desktop window gets COMPACT_CSS's thinned tick labels instead."""
+    try:
+        return "Mobi" in (st.context.headers.get("User-Agent") or "")
+    except Exception:             # no request behind this run (AppTest)
+        return False
 
 
 COLUMN_GAP = 16                 # px between Streamlit's columns

@@ -44,6 +44,18 @@ class SharedFigure(go.Figure):
                         **({"frames": frames} if frames else {}))
 
 
+def phone_version(fig: go.Figure, make) -> go.Figure:
+    """`make(fig)` (viz.phone_figure), made once per shared figure: an audience's phones open one
+    link at once, and each would copy and serialise the same figure again."""
+    if not isinstance(fig, SharedFigure):
+        return make(fig)
+    small = fig.__dict__.get("_phone")
+    if small is None:                # two sessions may both make it: the same figure either way
+        small = SharedFigure.adopt(make(fig))
+        fig._phone = small
+    return small
+
+
 _to_json = plotly.io.to_json
 
 
