@@ -230,6 +230,31 @@ def test_a_shared_figure_sends_the_json_plotly_makes_for_it():
     assert plotly.io.to_json(shared.to_dict(), pretty=True) != expected       # other options: plotly's own answer
 
 
+def test_phones_share_one_refit_copy_of_a_shared_figure():
+    """An audience's phones on one link: the phone copy of a shared figure is made once (and its
+    JSON with it); the shared figure stays as it was; a figure nobody shares gets its own copy."""
+    import numpy as np
+    import plotly.graph_objects as go
+    import plotly.io
+
+    from atlas_ui.page.figures import FigureCache, SharedFigure, phone_version
+    from viz import attention_heatmap, phone_figure
+
+    made = []
+    make = lambda fig: made.append(1) or phone_figure(fig)                    # noqa: E731
+    build = lambda: attention_heatmap(np.full((4, 5), 0.2), list("abcd"), list("vwxyz"), "t")  # noqa: E731
+    shared = FigureCache(4).get(("heatmap",), build)
+    before = plotly.io.to_json(shared, validate=False)
+    first, again = phone_version(shared, make), phone_version(shared, make)
+    assert first is again and len(made) == 1 and isinstance(first, SharedFigure)
+    assert first.data[0].showscale is False and shared.data[0].showscale is not False
+    assert plotly.io.to_json(shared, validate=False) == before
+    assert plotly.io.to_json(first, validate=False) == plotly.io.to_json(phone_figure(shared), validate=False)
+    plain = build()
+    assert phone_version(plain, make) is not phone_version(plain, make) and len(made) == 3
+    assert type(phone_version(plain, make)) is go.Figure
+
+
 def test_a_crowd_asking_for_one_figure_builds_it_once():
     import threading
 
