@@ -54,3 +54,35 @@ def test_chunks_keep_similar_lengths_together_within_the_budget():
         padded = (max(len(rows[r].source_ids) for r in chunk) + max(len(rows[r].fed_ids) for r in chunk)) * len(chunk)
         assert padded <= 40 or len(chunk) == 1
     assert {0, 2, 4} in [set(c) for c in chunks]          # the three short rows share one pass
+
+
+def test_rows_that_repeat_a_source_encode_it_once_unless_a_capture_records(translator):
+    """Diagnosis puts pieces back under the unchanged source: those rows share one encoding, and
+    give what encoding each row gives (the test above); a capture keeps one encoder row per row."""
+    import torch
+
+    from transformer.capture import capture
+    from transformer.engine import shared_sources
+
+    source = torch.tensor([[5, 6, 2], [7, 2, 0], [5, 6, 2], [5, 6, 2]])
+    first, inverse = shared_sources(source)
+    assert len(first) == 2 and torch.equal(source[first][inverse], source)
+    assert shared_sources(source[:2]) is None and shared_sources(source[:1]) is None
+    with capture():
+        assert shared_sources(source) is None
+    tr = translator
+    encoded = []
+    real = tr.engine.model.encode
+    tr.engine.model.encode = lambda src, *a, **k: encoded.append(len(src)) or real(src, *a, **k)
+    try:
+        out = tr.translate(SENTENCES[0], capture=False)
+        rows = [Row(out.source_ids, [tr.engine.start_id] + out.output_ids[:-1], out.output_ids)] * 3
+        forced_pass(tr, rows, chosen_log_probs)
+        assert encoded[-1] == 1
+        src = torch.tensor([out.source_ids] * 3)
+        fed = torch.tensor([rows[0].fed_ids] * 3)
+        with torch.inference_mode(), capture():
+            tr.engine.teacher_forced(src, None, fed)
+        assert encoded[-1] == 3
+    finally:
+        del tr.engine.model.encode

@@ -137,6 +137,11 @@ class Recorder:
         return torch.cat(rows, dim=1)
 
 
+def current_recorder() -> "Recorder | None":
+    """This call's recorder, or None when nothing records it."""
+    return _current_recorder.get()
+
+
 def is_capturing() -> bool:
     """True inside a capture that records attention: ours then takes the explicit-softmax path."""
     recorder = _current_recorder.get()

@@ -18,7 +18,8 @@ The contract (shapes: B sentences, S source pieces, T fed pieces, V vocabulary, 
   decode with the KV cache; `teacher_forced(source, mask, fed)` is one batched pass -> (B, T, V).
   source (B, S) long, padded with `pad_id`; mask (B, S) bool, True where a key may be attended, or
   None when nothing is padding; fed (B, T) long, padding only after each row's real pieces (the
-  causal mask keeps the real positions exact). `encoder_layer` k (all three; None = plain): the
+  causal mask keeps the real positions exact); rows that repeat a source share its encoding when
+  nothing is captured (shared_sources). `encoder_layer` k (all three; None = plain): the
   decoder reads encoder layer k's output through the final encoder norm (DecoderLens).
 - gates: `gates(head_mask)` -> {kind: (layers, heads)} or None; every decoding method takes them
   as its `gates` argument and applies them its own way (ours: an argument of the model; Hugging
@@ -43,7 +44,24 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from .capture import current_recorder
+
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
+
+
+def shared_sources(source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(one row index per distinct source, each row's place among them) when rows of a batched
+    forced pass repeat a source and no capture records this call: the source is then encoded once
+    (diagnosis puts a piece back into the translation under the unchanged source). None otherwise:
+    a capture keeps one encoder row per input row."""
+    if len(source) < 2 or current_recorder() is not None:
+        return None
+    unique, inverse = torch.unique(source, dim=0, return_inverse=True)
+    if len(unique) == len(source):
+        return None
+    first = torch.empty(len(unique), dtype=torch.long, device=source.device)
+    first[inverse] = torch.arange(len(source), device=source.device)       # any row of each: they are equal
+    return first, inverse
 
 
 def default_device() -> torch.device:

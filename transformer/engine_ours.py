@@ -11,7 +11,7 @@ import torch
 
 from .checkpoint import load_model_dir
 from .decoding import beam_search, greedy_decode
-from .engine import Engine, Plan, default_device
+from .engine import Engine, Plan, default_device, shared_sources
 from .model import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Transformer
 from .tokenizer import Tokenizer
 
@@ -69,7 +69,13 @@ class OursEngine(Engine):
                            record=record, prefix=prefix, encoder_layer=encoder_layer)
 
     def teacher_forced(self, source, mask, fed, gates=None, encoder_layer=None) -> torch.Tensor:
-        return self.model(source, mask, fed, gates=gates, encoder_layer=encoder_layer)      # (B, T, V)
+        shared = shared_sources(source)
+        if shared is None:
+            return self.model(source, mask, fed, gates=gates, encoder_layer=encoder_layer)  # (B, T, V)
+        first, inverse = shared
+        memory = self.model.encode(source[first], None if mask is None else mask[first], gates,
+                                   encoder_layer)[inverse]                                   # (B, S, D)
+        return self.model.decode(fed, memory, mask, None, gates)
 
     def read_out(self, hidden) -> torch.Tensor:
         return self.model.read_out(hidden)                                                   # (..., V)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from transformers.modeling_outputs import BaseModelOutput
 
-from ..engine import Engine, Plan, default_device
+from ..engine import Engine, Plan, default_device, shared_sources
 from . import arch, load
 from .generation import beam_search, greedy, make_plan
 from .hooks import gating, install_module_hooks
@@ -152,8 +152,14 @@ class HFEngine(Engine):
 
     def teacher_forced(self, source, mask, fed, gates=None, encoder_layer=None) -> torch.Tensor:
         mask = self._mask(source, mask)
+        shared = shared_sources(source)
         with gating(gates):
-            memory = None if encoder_layer is None else self.encode(source, mask, encoder_layer)
+            if shared is not None:
+                first, inverse = shared
+                memory = self.encode(source[first], mask[first], encoder_layer)
+                memory = BaseModelOutput(last_hidden_state=memory.last_hidden_state[inverse])   # (B, S, D)
+            else:
+                memory = None if encoder_layer is None else self.encode(source, mask, encoder_layer)
             out = self.model(input_ids=source, attention_mask=mask, decoder_input_ids=fed, encoder_outputs=memory,
                              use_cache=False, return_dict=True)
         return out.logits                                                                     # (B, T, V)
