@@ -29,14 +29,15 @@ def view_link(base: str, view: str, sentence: str, **extra) -> str:
 
 
 # Every text label plotly.js drew in each chart (ticks, colour-bar numbers and words, legends, axis,
-# chart and tile titles), as the four corners of its box on the screen: the box in the text's own
+# chart and tile titles, text beside markers such as a beam tree's pieces), as the four corners of
+# its box on the screen: the box in the text's own
 # coordinates (getBBox) through its transform to the screen (getScreenCTM), so tilted labels keep
 # their tilt instead of a larger upright box.
 CHART_LABELS = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
   .map(gd => {
     const labels = [];
     const texts = gd.querySelectorAll('.xtick text, .ytick text, .colorbar text, .legendtext, '
-                                      + 'text[class*="title"], .annotation-text');
+                                      + 'text[class*="title"], .annotation-text, .textpoint text');
     for (const el of new Set(texts)) {
       const style = getComputedStyle(el);
       if (!el.textContent.trim() || style.display === 'none' || style.visibility === 'hidden') continue;

@@ -54,3 +54,13 @@ def test_a_mask_without_its_legend_gives_the_room_to_the_cells():
     without = mask_figure(mask, tokens, tokens, "m", width=362, legend=False, height=300)
     assert without.data[0].showscale is False and with_legend.data[0].showscale is not False
     assert without.layout.margin.r < with_legend.layout.margin.r and without.layout.height == 300
+
+
+def test_a_long_beam_trees_pieces_go_where_they_would_run_into_each_other():
+    from viz.beam import beam_tree_figure
+    def tree(steps):
+        return beam_tree_figure([[([f"▁schwarzen{t}{i}"] * (t + 1), -0.1 * (t + i), i if t else None, False)
+                                  for i in range(4)] for t in range(steps)], final=(steps - 1, 0))
+    long, short = presenter_figure(tree(22), max_height=480), presenter_figure(tree(3), max_height=480)
+    assert "text" not in long.data[-1].mode and "text" in short.data[-1].mode
+    assert len(long.data[-1].hovertext) == 22 * 4                       # a hover still names each node

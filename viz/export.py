@@ -75,6 +75,7 @@ def presenter_figure(fig: go.Figure, font_size: int = 18, max_height: int | None
         fit_colorbars(big, font_size - 4, max_height)
         fit_y_title(big, font_size, max_height)
         refit_margins(big, font_size, original)
+        drop_crowded_text(big, font_size)
     return big
 
 
@@ -159,6 +160,30 @@ def fit_ticks(fig: go.Figure, letter: str, largest: float, max_height: int | Non
             else:
                 axis.update(tickangle=90)
         axis.update(tickfont=dict(size=int(size)))
+
+
+def drop_crowded_text(fig: go.Figure, font_size: float) -> None:
+    """Text written in heatmap cells, or beside scatter markers (a beam tree's pieces), dropped where
+    the cells or markers stand closer than the text is wide: it ran word into word (a 22-step beam
+    on a projector). A hover or a tap still gives it."""
+    size = plot_size(fig)
+    for trace in fig.data:
+        axis_name = "xaxis" + ((trace.xaxis or "x")[1:] if hasattr(trace, "xaxis") else "")
+        axis = fig.layout[axis_name] if axis_name in fig.layout else fig.layout.xaxis
+        text_size = trace.textfont.size if getattr(trace, "textfont", None) is not None and trace.textfont.size else font_size
+        if trace.type == "heatmap" and (trace.texttemplate or trace.text is not None):
+            columns = len(trace.z[0]) if trace.z is not None and len(trace.z) else 1
+            cell = size[0] * ((axis.domain[1] - axis.domain[0]) if axis.domain else 1) / max(columns, 1)
+            if cell < 2.2 * text_size:                      # room for two characters, at the least
+                trace.update(texttemplate="", text=None)
+        elif trace.type == "scatter" and trace.mode and "text" in trace.mode and trace.text is not None \
+                and trace.x is not None and len(trace.x) > 1:
+            steps = sorted({float(x) for x in trace.x})
+            gaps = [b - a for a, b in zip(steps, steps[1:]) if b > a]
+            pitch = unit_px(fig, axis_name, axis, size) * (min(gaps) if gaps else 1.0)
+            widest = max((text_width(str(t), text_size) for t in trace.text), default=0.0)
+            if widest > pitch:
+                trace.update(mode=trace.mode.replace("+text", "").replace("text+", "") or "markers")
 
 
 def colorbars(fig: go.Figure):

@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import matrix_margins, text_width
-from .export import colorbars, fit_ticks, matrix_like, plot_size, unit_px
+from .export import colorbars, drop_crowded_text, fit_ticks, matrix_like, plot_size, unit_px
 
 PHONE_WIDTH = 358              # a 390 px phone's chart: the window less the page's 16 px sides
 PHONE_TICK, PHONE_MIN_TICK = 11, 9
@@ -50,21 +50,6 @@ def wrap_title(text: str, width: float, size: float) -> tuple[str, int]:
         out.extend(f"{opening}{r}{closing}" for r in rows)
         added += len(rows) - 1
     return "<br>".join(out), added
-
-
-def _drop_crowded_text(fig: go.Figure) -> None:
-    """Numbers or pieces written in heatmap cells, or beside scatter markers, where the cells or
-    markers are closer than the text is wide: a tap shows them instead."""
-    for trace in fig.data:
-        if trace.type == "heatmap" and (getattr(trace, "texttemplate", None) or getattr(trace, "text", None) is not None):
-            axis = fig.layout[("xaxis" + (trace.xaxis or "x")[1:])]
-            width = len(trace.z[0]) if trace.z is not None and len(trace.z) else 1
-            cell = plot_size(fig)[0] * ((axis.domain[1] - axis.domain[0]) if axis.domain else 1) / max(width, 1)
-            size = trace.textfont.size if trace.textfont is not None and trace.textfont.size else 12
-            if cell < 2.2 * size:                         # room for two characters, at the least
-                trace.update(texttemplate="", text=None)
-        elif trace.type == "scatter" and trace.mode and "text" in trace.mode and trace.x is not None and len(trace.x) > 8:
-            trace.update(mode=trace.mode.replace("+text", "").replace("text+", "") or "markers")
 
 
 def _wrap_figure_title(fig: go.Figure, width: float) -> None:
@@ -205,7 +190,7 @@ def phone_figure(fig: go.Figure, width: float = PHONE_WIDTH) -> go.Figure:
     if small.layout.height is not None and small.layout.margin.t is not None:
         _pin_heatmap_ranges(small)
         _square_cells_height(small)
-        _drop_crowded_text(small)
+        drop_crowded_text(small, 12)
         _fit_annotations(small)
         _fit_axis_titles(small)
         # rows too close grow the figure a little (a phone scrolls; square cells would not follow),
