@@ -160,7 +160,7 @@ def swap_map_figure(values_a, values_b, output_a, output_b, source_a, source_b,
     # margins that hold both maps' labels and the colour bar: plotly.js draws the figure once
     margin = side_by_side_margins(layout["yaxis"], [(layout["xaxis"], 0.46), (layout["xaxis2"], 0.46)],
                                   traces[1]["colorbar"], top=34)
-    margin["r"] += right_room
+    margin["r"] += 2 * right_room             # plotly.js pads a colour bar by xpad on both of its sides
     rows = max(len(out_a), len(out_b))
     legend = " · ✎ orange: edited source · ≠ red: changed output"        # one title line: the map starts higher
     layout.update(title={**figure_title(title + legend), "font": dict(size=14)}, shapes=shapes,

@@ -241,7 +241,7 @@ def refit_margins(fig: go.Figure, font_size: int, original: dict | None = None) 
         for _, axis in labelled_axes(fig, "y"):
             if axis.side == "right" and axis.ticktext is not None:   # a second map's rows, before the bar
                 room = round(max(text_width(str(t), size(axis)) for t in axis.ticktext) + 10)
-                fitted["r"] += room
+                fitted["r"] += 2 * room                        # the bar's xpad counts on both sides
                 for _, bar in colorbars(fig):
                     bar.update(xpad=COLORBAR_AT_EDGE["xpad"] + room)
     else:                   # 10 px stays 10 px: a figure that keeps its labels inside asks for nothing
