@@ -222,6 +222,16 @@ def fit_y_title(fig: go.Figure, size: float, max_height: int | None) -> None:
         fig.layout.height = int(min(wanted, max_height or wanted) + 0.999)
 
 
+def right_label_room(fig: go.Figure, default_size: float) -> int:
+    """px the tick labels of y axes drawn on the right need (Compare's edited map), 0 without any."""
+    room = 0.0
+    for _, axis in labelled_axes(fig, "y"):
+        if axis.side == "right" and axis.ticktext is not None and len(axis.ticktext):
+            size = axis.tickfont.size if axis.tickfont is not None and axis.tickfont.size else default_size
+            room = max(room, max(text_width(str(t), size) for t in axis.ticktext) + 10)
+    return round(room)
+
+
 def refit_margins(fig: go.Figure, font_size: int, original: dict | None = None) -> None:
     """Margins grown for the larger type, so plotly.js still draws the figure in one pass: a labelled
     matrix's recomputed (matrix_margins), any other figure's tick-label room scaled with its font
@@ -238,12 +248,11 @@ def refit_margins(fig: go.Figure, font_size: int, original: dict | None = None) 
                                 x_size=size(layout.xaxis), colorbar=fig.data[0].colorbar.to_plotly_json(),
                                 top=margin.t or 0, title_size=font_size, bar_size=font_size - 4,
                                 width=figure_width(fig), x_angle=layout.xaxis.tickangle)
-        for _, axis in labelled_axes(fig, "y"):
-            if axis.side == "right" and axis.ticktext is not None:   # a second map's rows, before the bar
-                room = round(max(text_width(str(t), size(axis)) for t in axis.ticktext) + 10)
-                fitted["r"] += 2 * room                        # the bar's xpad counts on both sides
-                for _, bar in colorbars(fig):
-                    bar.update(xpad=COLORBAR_AT_EDGE["xpad"] + room)
+        room = right_label_room(fig, font_size - 2)          # a second map's rows, before the bar
+        if room:
+            fitted["r"] += 2 * room                            # the bar's xpad counts on both sides
+            for _, bar in colorbars(fig):
+                bar.update(xpad=COLORBAR_AT_EDGE["xpad"] + room)
     else:                   # 10 px stays 10 px: a figure that keeps its labels inside asks for nothing
         scale = (font_size - 2) / 11.5
         fitted = {side: 10 + (px - 10) * scale if px > 10 else px for side, px in old.items()}

@@ -15,7 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import matrix_margins, text_width
-from .export import colorbars, drop_crowded_text, fit_ticks, matrix_like, plot_size, unit_px
+from .export import colorbars, drop_crowded_text, fit_ticks, matrix_like, plot_size, right_label_room, unit_px
 
 PHONE_WIDTH = 358              # a 390 px phone's chart: the window less the page's 16 px sides
 PHONE_TICK, PHONE_MIN_TICK = 11, 9
@@ -144,17 +144,6 @@ def _square_cells_height(fig: go.Figure) -> None:
         fig.update_layout(height=round(fig.layout.height - size[1] * (1 - across / down)) + 1)
 
 
-def _right_label_room(fig: go.Figure) -> int:
-    """px the tick labels of y axes drawn on the right need (the edited map of Compare)."""
-    room = 0.0
-    for name in fig.layout:
-        axis = fig.layout[name] if name.startswith("yaxis") else None
-        if axis is not None and axis.side == "right" and axis.ticktext is not None and len(axis.ticktext):
-            size = axis.tickfont.size if axis.tickfont is not None and axis.tickfont.size else PHONE_TICK
-            room = max(room, max(text_width(str(t), size) for t in axis.ticktext) + 8)
-    return round(room)
-
-
 def _refit_matrix(fig: go.Figure, width: float) -> None:
     """A labelled matrix's margins for its (phone-sized) tick labels and no colour bar."""
     layout = fig.layout
@@ -185,7 +174,7 @@ def phone_figure(fig: go.Figure, width: float = PHONE_WIDTH) -> go.Figure:
     if small.layout.margin.l is None:
         return small
     if had_bar:                      # the bar's room goes to the plot; a right-hand map's rows keep theirs
-        small.update_layout(margin=dict(r=10 + _right_label_room(small)))
+        small.update_layout(margin=dict(r=10 + right_label_room(small, PHONE_TICK)))
     _refit_matrix(small, width)
     if small.layout.height is not None and small.layout.margin.t is not None:
         _pin_heatmap_ranges(small)
