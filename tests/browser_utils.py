@@ -257,3 +257,12 @@ def wait_charts_drawn(page, count: int = 1, timeout: float = 120_000) -> None:
                        && Math.abs(gd._fullLayout.width - c.getBoundingClientRect().width) < 1;
             });
         }""", arg=count, timeout=timeout)
+
+
+# Every chart's margins as given and as plotly.js drew them: automargin only ever grows a margin,
+# and when it does, plotly.js draws that chart a second time. [] when every chart was drawn once.
+GROWN_MARGINS = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
+    .flatMap(gd => ['l', 'r', 't', 'b']
+        .filter(side => gd._fullLayout._size[side] > gd._fullLayout.margin[side] + 0.5)
+        .map(side => `${(gd.layout.title && gd.layout.title.text || '').slice(0, 40)}: ${side} `
+                     + `${gd._fullLayout.margin[side]} px given, ${Math.round(gd._fullLayout._size[side])} px drawn`))"""

@@ -10,7 +10,7 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 import pytest
 
 from atlas_ui.views import VIEWS
-from browser_utils import (NEEDS_BROWSER, SHARE_LINK, chart_share, click_point, open_page, pick_view,
+from browser_utils import (GROWN_MARGINS, NEEDS_BROWSER, SHARE_LINK, chart_share, click_point, open_page, pick_view,
                            plot_state, running_app, script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
 
 pytestmark = NEEDS_BROWSER
@@ -161,56 +161,30 @@ def view_link(app_url: str, view: str, **extra) -> str:
 
 
 @pytest.mark.parametrize("view", list(VIEWS))
-def test_tour_screenshot_of_every_view(browser, app_url, view, screenshots):
-    page = opened(browser, view_link(app_url, view), viewport=PROJECTOR)                  # a projector's screen
+def test_every_view_link_shows_its_picture_first_drawn_in_one_pass(browser, app_url, view, screenshots):
+    """Each view's share link as a visitor opens it at 1280x720 (a projector's screen) and at
+    1440x900 (a laptop), unscrolled: its main chart fills at least 40% of the window's height; every
+    chart is drawn in one pass (the margins each figure brings already hold its labels and colour
+    bar, viz._base.matrix_margins, so plotly.js's automargin finds nothing to grow and does not draw
+    it a second time). The 1280x720 page is the README's tour picture (tour-<view>.png). Presenter
+    mode is checked in test_browser_room (test_presenter_charts_are_legible_on_a_projector)."""
+    page = opened(browser, view_link(app_url, view), viewport=PROJECTOR)
     wait_for_plot(page, "gd.querySelector('.xtick') || gd.querySelector('.point')")
     option = page.locator('[data-testid="stRadio"] label').filter(has_text=re.compile(rf"^\s*{re.escape(view)}\s*$"))
     assert option.locator("input").first.is_checked()
-    # as a visitor sees the link at 1280x720, unscrolled: the picture is on the first screen
+    assert page.evaluate(GROWN_MARGINS) == []
     share = chart_share(page)
     assert share >= 0.40, f"{view}: the main chart fills {share:.0%} of a 1280x720 window"
     path = screenshots / f"tour-{view.lower().replace(' ', '-')}.png"
     page.screenshot(path=str(path), full_page=False)
     assert path.stat().st_size > 10_000
     assert plot_state(page) is not None
-    assert page.problems == []
-    page.context.close()
-
-
-@pytest.mark.parametrize("view", list(VIEWS))
-def test_every_view_keeps_the_picture_first_on_a_projector_and_a_laptop(browser, app_url, view):
-    """Presenter mode at 1280x720: the chart fills 60% of the height, no sidebar; and the plain page
-    at 1440x900 keeps its 40%."""
-    page = opened(browser, view_link(app_url, view, present=1), viewport=PROJECTOR)
-    share = chart_share(page)
-    assert share >= 0.60, f"{view}, presenter: the main chart fills {share:.0%} of a 1280x720 window"
-    assert not page.locator('[data-testid="stSidebar"]').first.is_visible()
-    assert page.evaluate(GROWN_MARGINS) == [], "presenter type: every chart drawn in one pass"
-    assert page.problems == []
-    page.context.close()
-    page = opened(browser, view_link(app_url, view), viewport=(1440, 900))
+    # the same page in a laptop's window: the layout is the browser's (the server never learns the
+    # window's size), so a resize shows what a fresh load at 1440x900 shows
+    page.set_viewport_size({"width": 1440, "height": 900})
+    wait_charts_drawn(page)
     share = chart_share(page)
     assert share >= 0.40, f"{view}: the main chart fills {share:.0%} of a 1440x900 window"
-    assert page.problems == []
-    page.context.close()
-
-
-# Every chart's margins as given and as plotly.js drew them: automargin only ever grows a margin,
-# and when it does, plotly.js draws that chart a second time.
-GROWN_MARGINS = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
-    .flatMap(gd => ['l', 'r', 't', 'b']
-        .filter(side => gd._fullLayout._size[side] > gd._fullLayout.margin[side] + 0.5)
-        .map(side => `${(gd.layout.title && gd.layout.title.text || '').slice(0, 40)}: ${side} `
-                     + `${gd._fullLayout.margin[side]} px given, ${Math.round(gd._fullLayout._size[side])} px drawn`))"""
-
-
-@pytest.mark.parametrize("view", list(VIEWS))
-def test_every_chart_is_drawn_in_one_pass(browser, app_url, view):
-    """The margins each figure brings already hold its labels and colour bar, in the column it sits
-    in (viz._base.matrix_margins): plotly.js's automargin finds nothing to grow, so it does not draw
-    a chart a second time. 1280x720, normal type; presenter type is checked with the picture test."""
-    page = opened(browser, view_link(app_url, view), viewport=PROJECTOR)
-    assert page.evaluate(GROWN_MARGINS) == []
     assert page.problems == []
     page.context.close()
 

@@ -1,6 +1,6 @@
 """Margins that already hold a labelled matrix's labels (viz._base.matrix_margins): plotly.js draws
 a figure twice when automargin finds the margins too small. The browser check that plotly.js
-agrees is tests/test_browser_features.py::test_every_chart_is_drawn_in_one_pass."""
+agrees is tests/test_browser_features.py::test_every_view_link_shows_its_picture_first_drawn_in_one_pass."""
 from __future__ import annotations
 
 import numpy as np

@@ -200,7 +200,7 @@ def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar
     (benchmarks/bench_one_pass.py). `width` is the figure's width in a 1280 px window (a side
     column's is less): the x labels' angle depends on it. `colorbar=None`: the figure has none;
     `y_title`/`x_title` False: that axis has no title. Numeric axes pass their widest tick text.
-    Checked against plotly.js: tests/test_browser_features.py::test_every_chart_is_drawn_in_one_pass."""
+    Checked against plotly.js: tests/test_browser_features.py::test_every_view_link_shows_its_picture_first_drawn_in_one_pass."""
     room = title_room(title_size)
     y_room = max((text_width(label, y_size) for label in y_labels or ()), default=0.0)
     if colorbar is None:
