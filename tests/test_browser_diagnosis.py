@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote, urlencode
 
-from browser_utils import NEEDS_BROWSER, open_page, running_app, script_run, wait_charts_drawn, wait_for_text
+from browser_utils import NEEDS_BROWSER, open_page, script_run, wait_charts_drawn, wait_for_text
 
 pytestmark = NEEDS_BROWSER
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."
@@ -81,23 +81,22 @@ def relative_luminance(css_colour: str) -> float:
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
-def test_the_diagnosis_line_is_readable_in_the_dark_theme(browser, tmp_path):
-    with running_app(tmp_path, ("--theme.base", "dark")) as dark_url:
-        page = open_page(browser, link(dark_url, sentence=SENTENCE, ref=DETACHED), viewport=(1280, 720))
-        wait_for_text(page, "Diagnosis: ")
-        colours = page.evaluate("""() => {
-            const note = document.querySelector('.aa-diagnosis');
-            const style = getComputedStyle(note);
-            return [style.color, style.opacity, getComputedStyle(document.querySelector('.stApp')).backgroundColor];
-        }""")
-        text, opacity, background = colours
-        light, dark = relative_luminance(text), relative_luminance(background)
-        assert dark < 0.1                                          # the dark theme is on
-        # the text's contrast against the page, its opacity counted (WCAG AA for small text: 4.5)
-        seen = float(opacity) * light + (1 - float(opacity)) * dark
-        assert (seen + 0.05) / (dark + 0.05) >= 4.5, colours
-        assert page.problems == []
-        page.context.close()
+def test_the_diagnosis_line_is_readable_in_the_dark_theme(browser, dark_app_url):
+    page = open_page(browser, link(dark_app_url, sentence=SENTENCE, ref=DETACHED), viewport=(1280, 720))
+    wait_for_text(page, "Diagnosis: ")
+    colours = page.evaluate("""() => {
+        const note = document.querySelector('.aa-diagnosis');
+        const style = getComputedStyle(note);
+        return [style.color, style.opacity, getComputedStyle(document.querySelector('.stApp')).backgroundColor];
+    }""")
+    text, opacity, background = colours
+    light, dark = relative_luminance(text), relative_luminance(background)
+    assert dark < 0.1                                          # the dark theme is on
+    # the text's contrast against the page, its opacity counted (WCAG AA for small text: 4.5)
+    seen = float(opacity) * light + (1 - float(opacity)) * dark
+    assert (seen + 0.05) / (dark + 0.05) >= 4.5, colours
+    assert page.problems == []
+    page.context.close()
 
 
 # The chart's title lines and its y numbers, as boxes on the screen.

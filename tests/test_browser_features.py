@@ -11,7 +11,7 @@ import pytest
 
 from atlas_ui.views import VIEWS
 from browser_utils import (GROWN_MARGINS, NEEDS_BROWSER, SHARE_LINK, chart_share, click_point, open_page, pick_view,
-                           plot_state, running_app, script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
+                           plot_state, script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
 
 pytestmark = NEEDS_BROWSER
 SENTENCE = "Two dogs play in the snow."
@@ -130,24 +130,23 @@ def luminance(css_colour: str) -> float:
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
-def test_presenter_mode_keys_in_light_and_dark_themes(browser, app_url, tmp_path, screenshots):
+def test_presenter_mode_keys_in_light_and_dark_themes(browser, app_url, dark_app_url, screenshots):
     url = link(app_url, view="Decoding steps", present=1, sentence=SENTENCE)
     page = opened(browser, url, charts=3, viewport=PROJECTOR)          # the README shows it as a projector would
     presenter_round(page, screenshots / "presenter-light.png")
     assert luminance(page.evaluate("getComputedStyle(document.querySelector('.stApp')).backgroundColor")) > 200
     assert page.problems == []
     page.context.close()
-    with running_app(tmp_path, ("--theme.base", "dark")) as dark_url:
-        page = opened(browser, link(dark_url, view="Decoding steps", present=1, sentence=SENTENCE), charts=3,
-                      viewport=PROJECTOR)
-        presenter_round(page, screenshots / "presenter-dark.png")
-        assert luminance(page.evaluate("getComputedStyle(document.querySelector('.stApp')).backgroundColor")) < 80
-        # charts keep their own light background, so their text stays readable on a dark page
-        paper = page.evaluate("""() => getComputedStyle(document.querySelector(
-                                        '[data-testid="stPlotlyChart"] .main-svg')).backgroundColor""")
-        assert luminance(paper) > 200, paper
-        assert page.problems == []
-        page.context.close()
+    page = opened(browser, link(dark_app_url, view="Decoding steps", present=1, sentence=SENTENCE), charts=3,
+                  viewport=PROJECTOR)
+    presenter_round(page, screenshots / "presenter-dark.png")
+    assert luminance(page.evaluate("getComputedStyle(document.querySelector('.stApp')).backgroundColor")) < 80
+    # charts keep their own light background, so their text stays readable on a dark page
+    paper = page.evaluate("""() => getComputedStyle(document.querySelector(
+                                    '[data-testid="stPlotlyChart"] .main-svg')).backgroundColor""")
+    assert luminance(paper) > 200, paper
+    assert page.problems == []
+    page.context.close()
 
 
 # the share-link parameters a view needs to show its picture (Beam: beam search; Ablation: heads off)
