@@ -190,9 +190,9 @@ def test_the_input_row_keeps_its_buttons_words_with_the_sidebar_open(browser, ap
 def test_every_view_is_legible_on_a_phone(browser, app_url, view):
     """A phone's browser (390x844, a phone's User-Agent) gets each chart refit for its width
     (viz.phone_figure): with an 18-word sentence no text label of any chart runs into another, none
-    reaches past the screen's edges (titles ran off the right), tick labels are at least 9 px, and
-    no colour bar takes a quarter of the width. The share link opens on its chart, and the view's
-    controls come after it."""
+    reaches past the screen's edges (titles ran off the right) or its chart's top and bottom, tick
+    labels are at least 9 px, and no colour bar takes a quarter of the width. The share link opens
+    on its chart, and the view's controls come after it."""
     page = open_page(browser, view_link(app_url, view, SENTENCES[18]), viewport=PHONE, phone=True)
     wait_charts_drawn(page)
     chart_top = page.evaluate("""() => Math.min(...Array.from(
@@ -209,6 +209,12 @@ def test_every_view_is_legible_on_a_phone(browser, app_url, view):
         outside = [label["text"][:30] for label in chart["labels"]
                    if not all(-1 <= x <= PHONE[0] + 1 for x, _ in label["corners"])]
         assert outside == [], name
+        # nor past its chart's top or bottom, where the next element or the page would cut it (a
+        # title wrapped to two lines and hung from the top: plotly.js ignores title.pad there)
+        top, bottom = chart["rect"][1], chart["rect"][3]
+        cut = [label["text"][:30] for label in chart["labels"]
+               if not all(top - 1 <= y <= bottom + 1 for _, y in label["corners"])]
+        assert cut == [], name
         assert min((label["size"] for label in chart["labels"] if label["tick"]), default=9) >= 9, name
     assert page.locator('[data-testid="stPlotlyChart"] .colorbar').count() == 0
     assert page.problems == []
