@@ -242,6 +242,25 @@ def _shared_tiny_models_unchanged():
         assert not changed, f"this test changed the shared tiny model(s) {changed}: use hf_dirs.copy()"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _one_component_scan():
+    """Each new AppTest scans every installed package's metadata for Streamlit components (v2
+    manifests): ~0.25 s of CPU per AppTest, most of a short test. The packages do not change during
+    a session and the app declares no such component, so every AppTest gets the first scan's result
+    (a server does this once, at start)."""
+    from streamlit.components.v2 import manifest_scanner
+    scan, found = manifest_scanner.scan_component_manifests, []
+
+    def scan_once(max_workers=None):
+        if not found:
+            found.append(scan(max_workers))
+        return list(found[0])
+
+    manifest_scanner.scan_component_manifests = scan_once
+    yield
+    manifest_scanner.scan_component_manifests = scan
+
+
 # ---- browser tests: one app server and one Chromium for the whole session ----------------------
 @pytest.fixture(scope="session")
 def screenshots(tmp_path_factory) -> Path:
