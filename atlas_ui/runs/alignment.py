@@ -21,9 +21,8 @@ from transformer.analysis.alignment import AERCounts, Gold, links_from_scores, p
 from transformer.analysis.head_roles import HEAD_ROLES
 
 from .catalogue import ModelRef, file_stamps
-from .lens import _slot
 from .result import read_only
-from .translation import get_translator
+from .translation import get_translator, translation_slot
 from .warm import RunKey, held, hold, tagged
 
 
@@ -93,12 +92,9 @@ def word_links_of(piece_links, source_owner, output_owner) -> list[tuple[int, in
 def _alignment_run(key: RunKey, slots: int) -> AlignmentRun:
     text, pieces = key.text, key.target[1:]
     translator = get_translator(key.model, key.device)
-    semaphore = _slot(slots)
-    try:
+    with translation_slot(slots):
         out = translator.translate(text, top_k=0, target=list(pieces), head_mask=set(key.head_mask) or None,
                                    align=True)
-    finally:
-        semaphore.release()
     if tuple(out.output_tokens) != tuple(pieces):
         raise ValueError("the alignment read other pieces than those on screen")
     roles = translator.head_roles

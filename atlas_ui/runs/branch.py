@@ -7,7 +7,7 @@ import streamlit as st
 
 from transformer.explain.contrastive import contrastive_saliency
 
-from .translation import get_translator, translation_slots
+from .translation import get_translator, translation_slot
 from .catalogue import ModelRef
 from .result import Result, to_result
 from ..server.settings import TOP_K
@@ -39,14 +39,9 @@ def translate_prefix(run: RunKey, slots: int) -> Result:
 def _translate_prefix(run: RunKey, slots: int) -> Result:
     prefix = run.target[1:]
     translator = get_translator(run.model, run.device)
-    semaphore = translation_slots(slots)
-    if not semaphore.acquire(timeout=120):
-        raise TimeoutError("the server is busy translating for others")
-    try:
+    with translation_slot(slots):
         out = translator.translate(run.text, beam_size=run.beam_size, capture=True, top_k=TOP_K, prefix=list(prefix),
                                    explain=bool(run.explain), head_mask=set(run.head_mask) or None)
-    finally:
-        semaphore.release()
     name = tagged(run)                            # also the Result's key: its figures are its own
     return hold(name, to_result(out, str(translator.device), tuple(run.head_mask), name))
 

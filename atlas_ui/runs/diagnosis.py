@@ -15,7 +15,7 @@ import streamlit as st
 
 from transformer.diagnosis.scores import Item, diagnose_items
 
-from .translation import get_translator, translation_slots
+from .translation import get_translator, translation_slot
 from .catalogue import ModelRef
 from .result import read_only
 from ..server.settings import max_concurrent
@@ -115,23 +115,19 @@ def _diagnose(model: ModelRef, device: str, source: tuple, start: tuple, output:
     if not output or not source:
         return DiagnosisFailed("there is no output piece to check" if source else "the source has no piece")
     translator = get_translator(model, device)
-    semaphore = translation_slots(slots)
-    if not semaphore.acquire(timeout=120):
-        raise TimeoutError("the server is busy translating for others")
-    try:
-        tok = translator.tokenizer
-        output_ids = tok.piece_ids(output)
-        item = Item(tok.piece_ids(source), tok.piece_ids(start) + output_ids[:-1], output_ids,
-                    list(source), list(output))
-        dg = diagnose_items(translator, [item], head_mask=set(head_mask) or None)[0]
-    except (ValueError, RuntimeError) as exc:
-        LOG.warning("diagnosis failed: %s", exc)
-        return DiagnosisFailed(str(exc)[:200])
-    except Exception as exc:  # noqa: BLE001 - a family the signals do not fit: the page still shows the rest
-        LOG.exception("diagnosis failed")
-        return DiagnosisFailed(f"it failed for this model ({type(exc).__name__})")
-    finally:
-        semaphore.release()
+    with translation_slot(slots):
+        try:
+            tok = translator.tokenizer
+            output_ids = tok.piece_ids(output)
+            item = Item(tok.piece_ids(source), tok.piece_ids(start) + output_ids[:-1], output_ids,
+                        list(source), list(output))
+            dg = diagnose_items(translator, [item], head_mask=set(head_mask) or None)[0]
+        except (ValueError, RuntimeError) as exc:
+            LOG.warning("diagnosis failed: %s", exc)
+            return DiagnosisFailed(str(exc)[:200])
+        except Exception as exc:  # noqa: BLE001 - a family the signals do not fit: the page still shows the rest
+            LOG.exception("diagnosis failed")
+            return DiagnosisFailed(f"it failed for this model ({type(exc).__name__})")
     return to_findings(dg, len(source), len(output))
 
 

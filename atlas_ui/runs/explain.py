@@ -4,7 +4,6 @@ head_importance.json of a model directory. Results are plain data (numpy, pandas
 shared by every session of the process: read only."""
 from __future__ import annotations
 
-import contextlib
 import functools
 import threading
 from pathlib import Path
@@ -20,7 +19,7 @@ from transformer.explain.explanation import method_scores
 from transformer.explain.model_view import EXPLAIN_FAMILIES
 from transformer.explain.faithfulness import perturbation_summary, perturbation_test, rank_correlations
 
-from .translation import get_translator, translation_slots
+from .translation import get_translator, translation_slot
 from .catalogue import file_stamps
 from .result import read_only
 from .warm import RunKey, held, hold
@@ -40,18 +39,6 @@ def explain_unavailable(translator) -> str | None:
         return None
     return (f"Norm-based attention, ALTI+ and saliency are unavailable for the {family} family: its layers "
             "are not described for the decomposition (supported: " + ", ".join(EXPLAIN_FAMILIES) + ").")
-
-
-@contextlib.contextmanager
-def translation_slot(slots: int):
-    """Hold one of the process's translation slots (the cap on model work running at once)."""
-    semaphore = translation_slots(slots)
-    if not semaphore.acquire(timeout=120):
-        raise TimeoutError("the server is busy translating for others")
-    try:
-        yield
-    finally:
-        semaphore.release()
 
 
 def _run_explained(translator, text: str, beam_size: int, target, head_mask: tuple):

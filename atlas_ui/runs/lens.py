@@ -11,7 +11,7 @@ import numpy as np
 import streamlit as st
 
 from .result import read_only
-from .translation import get_translator, translation_slots
+from .translation import get_translator, translation_slot
 from .warm import RunKey, held, hold, tagged
 
 LENS_TOP_K = 5              # pieces kept per cell (the hover and a click show them)
@@ -51,13 +51,6 @@ def decoder_lens_key(run: RunKey, prefix: tuple = ()) -> RunKey:
     return run.but(target=("decoder_lens",) + tuple(prefix), explain=False)
 
 
-def _slot(slots: int):
-    semaphore = translation_slots(slots)
-    if not semaphore.acquire(timeout=120):
-        raise TimeoutError("the server is busy translating for others")
-    return semaphore
-
-
 def lens_run(key: RunKey, slots: int) -> LensRun:
     """The lens of a lens_key(...) (its text, the pieces of its target, its heads off): held, or
     computed once per process."""
@@ -71,12 +64,9 @@ def lens_run(key: RunKey, slots: int) -> LensRun:
 def _lens_run(key: RunKey, slots: int) -> LensRun:
     pieces = key.target[1:]
     translator = get_translator(key.model, key.device)
-    semaphore = _slot(slots)
-    try:
+    with translation_slot(slots):
         out = translator.translate(key.text, capture=False, top_k=LENS_TOP_K, target=list(pieces),
                                    head_mask=set(key.head_mask) or None, lens=True)
-    finally:
-        semaphore.release()
     lens = out.lens
     if tuple(out.output_tokens) != tuple(pieces):
         raise ValueError("the lens read other pieces than those on screen")
@@ -105,12 +95,9 @@ def _decoder_lens_run(key: RunKey, slots: int) -> DecoderLensRun:
     layers = translator.config.n_encoder_layers
     rows = []
     for k in range(layers):
-        semaphore = _slot(slots)              # one slot per translation: others' runs go between them
-        try:
+        with translation_slot(slots):         # one slot per translation: others' runs go between them
             out = translator.translate(key.text, beam_size=key.beam_size, capture=False, top_k=0, encoder_layer=k,
                                        prefix=list(prefix) or None, head_mask=set(key.head_mask) or None)
-        finally:
-            semaphore.release()
         label = f"encoder layer {k}" + (" (the model)" if k == layers - 1 else "")
         rows.append((label, tuple(out.output_tokens), tuple(float(s.prob) for s in out.steps)))
     name = tagged(key)

@@ -2,6 +2,7 @@
 per process, shared by every session. (Which models exist: catalogue.py; the Result: result.py.)"""
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import logging
@@ -24,7 +25,7 @@ from .warm import RunKey, held, hold, model_key
 LOG = logging.getLogger("atlas_ui")
 
 __all__ = ["ExplainFailed", "ModelRef", "Result", "RunKey", "available_devices", "configure_torch", "example_statistics",
-           "get_translator", "settle_heap", "translate", "translate_explained", "translation_slots"]
+           "get_translator", "settle_heap", "translate", "translate_explained", "translation_slot"]
 
 
 @functools.lru_cache(maxsize=None)      # every run calls it: no st.cache hashing
@@ -38,6 +39,20 @@ def configure_torch(threads: int) -> int:
 def translation_slots(count: int) -> threading.BoundedSemaphore:
     """The process-wide cap on translations running at once."""
     return threading.BoundedSemaphore(count)
+
+
+@contextlib.contextmanager
+def translation_slot(slots: int, timeout: float = 120.0):
+    """Hold one of the process's `slots` translation slots while the block runs: every piece of
+    model work (translation, diagnosis, explanation, lens, alignment) takes one, so a crowd's runs
+    queue instead of sharing the cores. TimeoutError when none frees up within `timeout` s."""
+    semaphore = translation_slots(slots)
+    if not semaphore.acquire(timeout=timeout):
+        raise TimeoutError("the server is busy translating for others")
+    try:
+        yield
+    finally:
+        semaphore.release()
 
 
 @functools.lru_cache(maxsize=1)
@@ -109,16 +124,11 @@ def translate(run: RunKey, slots: int) -> Result:
 @st.cache_resource(max_entries=64, show_spinner=False)
 def _translate(run: RunKey, slots: int) -> Result:
     translator = get_translator(run.model, run.device)
-    semaphore = translation_slots(slots)
-    if not semaphore.acquire(timeout=120):
-        raise TimeoutError("the server is busy translating for others")
-    try:
+    with translation_slot(slots):
         target = run.target
         out = translator.translate(run.text, beam_size=run.beam_size, capture=True, top_k=TOP_K,
                                    target=list(target) if isinstance(target, tuple) else target,
                                    head_mask=set(run.head_mask) or None, explain=bool(run.explain))
-    finally:
-        semaphore.release()
     return hold(run.digest, to_result(out, str(translator.device), tuple(run.head_mask), run.digest))
 
 
