@@ -98,7 +98,7 @@ from transformer import Translator
 from transformer.hf.load import _offline, read_config
 paths = [Path(p) for p in {[str(hf_models / name) for name in FAMILIES]!r}]
 calls = [lambda p=p: read_config(p).model_type for p in paths] * 2 + [
-    lambda: language_options(str(paths[2]))[0][0], lambda: hf.HFTranslator.__name__,
+    lambda: language_options(str(paths[2]))[0][0], lambda: hf.HFEngine.__name__,
     lambda: Translator.load(paths[0], device="cpu").family, lambda: _offline()]
 start, errors, done = threading.Barrier(len(calls)), [], []
 def run(call):

@@ -16,7 +16,6 @@ from conftest import REPO
 from hf_tiny import LANGUAGES
 from transformer import Translator
 from transformer.capture import is_capturing
-from transformer.hf import HFTranslator
 from transformer.hf.hooks import current_gates
 
 FAMILIES = ["marian", "m2m100", "nllb", "mbart50", "bart", "t5"]
@@ -50,9 +49,10 @@ def forced_pass(tr, out, **kwargs):
 
 # ---- loading -------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", FAMILIES)
-def test_loads_as_hf_translator_with_our_field_names(hf, name):
+def test_loads_as_the_one_translator_with_our_field_names(hf, name):
     tr = hf[name]
-    assert isinstance(tr, HFTranslator) and isinstance(tr, Translator)
+    assert type(tr) is Translator and type(tr.engine).__name__ == "HFEngine"
+    assert tr.engine.family == tr.model.config.model_type != "ours"
     c, hc = tr.config, tr.model.config
     assert (c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff) == (32, 4, 2, 2, 64)
     assert c.vocab_size == hc.vocab_size and c.max_source_len >= 128 and c.max_target_len >= 128

@@ -35,18 +35,14 @@ Engines hold no per-call state: calls from many threads share one engine.
 """
 from __future__ import annotations
 
-import json
-import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 
 from .capture import current_recorder
 
-HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?$")
 
 
 def shared_sources(source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -169,33 +165,3 @@ class Engine(ABC):
     @abstractmethod
     def source_embeddings(self, source: torch.Tensor) -> np.ndarray:
         """(S, D) float32 for source (1, S): token embeddings x the model's scale, before positions."""
-
-
-# ---- choosing an engine ---------------------------------------------------------------------------
-def config_model_type(directory: Path) -> str | None:
-    try:
-        data = json.loads((directory / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data.get("model_type") if isinstance(data, dict) else None
-
-
-def is_hf_source(path) -> bool:
-    """A directory whose config.json names a model_type, or a hub-like id that is not a local path.
-    Cheap: transformers is imported only when this says yes."""
-    p = Path(path).expanduser()
-    if p.is_dir():
-        return config_model_type(p) is not None
-    return not p.exists() and bool(HUB_ID.match(str(path)))
-
-
-def open_engine(path, device=None, source_lang: str | None = None, target_lang: str | None = None) -> Engine:
-    """The engine for a model directory of ours, or a Hugging Face encoder-decoder (a save_pretrained
-    directory or a hub id). Hugging Face code is imported only here, and only for such a source."""
-    if is_hf_source(path):
-        from .hf.runtime import runtime
-        runtime()                                   # transformers, once, under a lock, before hf.engine
-        from .hf.engine import open_hf
-        return open_hf(path, device, source_lang, target_lang)
-    from .engine_ours import open_ours
-    return open_ours(path, device, source_lang, target_lang)

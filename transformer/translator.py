@@ -19,14 +19,27 @@ import torch
 from .capture import AttentionTrace, Masks, no_capture, recording, trace_from
 from .config import ModelConfig
 from .decoding import Hypothesis
-from .engine import Engine, Plan, default_device, open_engine
-from .engine_ours import OursEngine
+from .engine import Engine, Plan, default_device
+from .engine_ours import OursEngine, open_ours
 from .language import check as check_language
 from .lens import Lens, check_encoder_layer, lens_points, read_lens
 from .masks import causal_mask
+from .sources import is_hf_source
 
 if TYPE_CHECKING:                     # the annotation only: explain.py imports torch-heavy helpers lazily
     from .explain import Explanation
+
+
+def open_engine(path, device=None, source_lang: str | None = None, target_lang: str | None = None) -> Engine:
+    """The engine for a model directory of ours, or a Hugging Face encoder-decoder (a save_pretrained
+    directory or a hub id): the one place engines are chosen. Hugging Face code is imported only
+    here, and only for such a source; no engine imports this module back."""
+    if is_hf_source(path):
+        from .hf.runtime import runtime
+        runtime()                                   # transformers, once, under a lock, before hf.engine
+        from .hf.engine import open_hf
+        return open_hf(path, device, source_lang, target_lang)
+    return open_ours(path, device, source_lang, target_lang)
 
 __all__ = ["Step", "Translation", "Translator", "default_device"]
 
@@ -76,7 +89,7 @@ class Translation:
 
 class Translator:
     """Translator(engine), or Translator(model, tokenizer, card, device) for a `Transformer` of ours
-    (training builds one so). `Translator.load` picks the engine for a path (engine.open_engine)."""
+    (training builds one so). `Translator.load` picks the engine for a path (open_engine)."""
 
     def __init__(self, model, tokenizer=None, card: dict | None = None, device=None):
         engine = model if isinstance(model, Engine) else OursEngine(model, tokenizer, card, device)

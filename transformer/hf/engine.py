@@ -3,7 +3,7 @@
 Family facts come from arch.py, decoding from generation.py (generate()'s own settings and
 processors), capture and gates from hooks.py (installed once at load; per-call state in
 ContextVars). The one shared mutable thing, the tokenizer (Marian and M2M100 switch modes for
-targets), is used under `lock`. Import this module only after runtime() (engine.open_engine does).
+targets), is used under `lock`. Import this module only after runtime() (translator.open_engine does).
 """
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from ..engine import HUB_ID, config_model_type
+from ..sources import HUB_ID, config_model_type
 from . import arch
 from .runtime import runtime
 
