@@ -30,8 +30,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transformer.training.data import read_split, resolve_data_dir  # noqa: E402
 from transformer.diagnosis.scores import diagnose_items  # noqa: E402
-from transformer.diagnosis.fit import FIT_FROM, dev_cases, make_item, roc_auc  # noqa: E402
-from transformer.diagnosis.protocol import evaluate  # noqa: E402
+from transformer.diagnosis.fit import FIT_FROM, dev_cases  # noqa: E402
+from transformer.diagnosis.protocol import evaluate, roc_auc  # noqa: E402
+from transformer.diagnosis.signals import make_item  # noqa: E402
 from transformer.translator import Translator  # noqa: E402
 
 INSERTED = ["Kubernetes", "photosynthesis", "ALERT", "xylophone", "Zürich", "hashtag", "quantum", "Bitcoin"]

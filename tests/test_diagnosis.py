@@ -10,7 +10,8 @@ import pytest
 
 from transformer import Translator
 from transformer.diagnosis.scores import Diagnosis, Flag, diagnose_items
-from transformer.diagnosis.fit import make_item, roc_auc
+from transformer.diagnosis.protocol import roc_auc
+from transformer.diagnosis.signals import make_item
 
 REPO = Path(__file__).resolve().parents[1]
 EN = "A man in a blue shirt is riding a bicycle down the street."

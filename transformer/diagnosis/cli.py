@@ -55,7 +55,7 @@ def _record(index, source, translation, forced, dg=None, item=None, error=None) 
 def run(args) -> int:
     from tqdm import tqdm
     from .scores import diagnose_items
-    from .fit import make_item
+    from .signals import make_item
     from ..translator import Translator
     path = Path(args.input)
     out_path = Path(args.output) if args.output else path.with_name(path.name + ".diagnosis.jsonl")

@@ -24,8 +24,8 @@ import numpy as np
 from .scores import (OUTPUT_FEATURES, SENTENCE_FEATURES, SOURCE_FEATURES, WEIGHTS_FILE, features,
                         sentence_features, word_scores)
 from .lexicon import lexicon_for
-from .signals import Item, compute_signals, word_groups
-from ..explain.faithfulness import average_ranks
+from .protocol import KINDS, build, label, roc_auc
+from .signals import Item, compute_signals, make_item, word_groups
 
 AND = {"en": " and ", "de": " und ", "fr": " et "}
 FIT_FROM = 300                     # val[:FIT_FROM] is the benchmark's; every model fits on the rest
@@ -48,29 +48,11 @@ class Case:
     source: str = ""           # the source text (for re-running it through translate())
 
 
-def roc_auc(scores, labels) -> float:
-    """Rank-based ROC AUC (ties count half); nan without both classes."""
-    scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels).astype(bool)
-    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = average_ranks(scores)
-    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
-
-
 def _word_index(pieces, ids, special) -> np.ndarray:
     index = np.zeros(len(ids), dtype=int)
     for w, group in enumerate(word_groups(pieces, ids, special)):
         index[group] = w
     return index
-
-
-def make_item(tr, source: str, target) -> Item:
-    """An Item for forcing `target` (text or pieces) on `source`, without a translate() call."""
-    source_ids, _ = tr.encode_source(source)
-    output_ids = tr.target_ids(target)
-    pieces = tr.tokenizer.source_pieces(source_ids)
-    return Item(source_ids, [tr.engine.start_id] + output_ids[:-1], output_ids, pieces, tr.tokenizer.pieces(output_ids))
 
 
 def _half(sentence: str) -> list[str]:
@@ -269,7 +251,6 @@ def dev_cases(tr, data_dir, start: int, stop: int | None, seed: int) -> list:
     clause, here called "appended") and the realistic ones of diagnosis_protocol (omission,
     phrase, substitution, insertion), with labels."""
     from ..training.data import read_split
-    from .protocol import KINDS, build, label
     from .word_align import val_alignments
     sources = read_split(data_dir, "val", tr.source_lang)[start:stop]
     refs = read_split(data_dir, "val", tr.target_lang)[start:stop]

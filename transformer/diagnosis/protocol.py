@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .signals import Item
+from .signals import Item, make_item
+from ..explain.faithfulness import average_ranks
 from .word_align import Word, words
 
 STOP = {
@@ -154,9 +155,18 @@ def piece_words(pieces: list[str], text: str, special: set[str]) -> np.ndarray:
     return index
 
 
+def roc_auc(scores, labels) -> float:
+    """Rank-based ROC AUC (ties count half); nan without both classes."""
+    scores, labels = np.asarray(scores, dtype=np.float64), np.asarray(labels).astype(bool)
+    n_pos, n_neg = int(labels.sum()), int((~labels).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = average_ranks(scores)
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
 def label(tr, cases: list[RealCase]) -> list[RealCase]:
     """Items and piece labels, from the model's own tokenisation of each (source, target)."""
-    from .fit import make_item
     special_pieces = set(getattr(tr.tokenizer, "special_pieces", ()) or ()) | {"</s>", "<s>", "<pad>", "<unk>"}
     for c in cases:
         c.item = make_item(tr, c.source, c.target)
@@ -182,7 +192,6 @@ def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
     substitution: -log p of the piece, -pmi, the lexicon gap, the expected translation) over
     non-special pieces, per kind; and
     how the flags behave."""
-    from .fit import roc_auc
     out = {}
     by_kind: dict[str, list] = {}
     for c, d in zip(cases, diagnoses):

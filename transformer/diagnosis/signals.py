@@ -40,6 +40,14 @@ class Item:
     output_pieces: list
 
 
+def make_item(tr, source: str, target) -> Item:
+    """An Item for forcing `target` (text or pieces) on `source`, without a translate() call."""
+    source_ids, _ = tr.encode_source(source)
+    output_ids = tr.target_ids(target)
+    pieces = tr.tokenizer.source_pieces(source_ids)
+    return Item(source_ids, [tr.engine.start_id] + output_ids[:-1], output_ids, pieces, tr.tokenizer.pieces(output_ids))
+
+
 @dataclass
 class Signals:
     log_p: np.ndarray             # (T,) log p(y_t | x, y<t)
