@@ -11,7 +11,10 @@ replaced by another reference's content word), insertion (an adjective put into 
 the unedited references as correct translations. Synthetic cases (transformer/diagnosis/fit.py):
 correct / detached / partial / appended (a clause added to the source). Pools: hallucinated pieces
 = pieces of partial translations (after the cut = 1, before = 0) and of correct ones (0), </s> left
-out; omitted pieces = source pieces of the appended cases, special pieces left out. Higher score =
+out; omitted pieces = source pieces of the appended cases, special pieces left out. Each piece row
+again as ", flaggable words": only the pieces of words a flag may cover (scores.flaggable_pieces:
+punctuation, which no flag covers by design, left out), and the column "perfect word scores": the
+all-pieces row's ceiling, each flaggable word scored by its label and the rest 0. Higher score =
 more suspicious for every signal.
 """
 from __future__ import annotations
@@ -29,7 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from transformer.training.data import read_split, resolve_data_dir  # noqa: E402
-from transformer.diagnosis.scores import diagnose_items  # noqa: E402
+from transformer.diagnosis.scores import diagnose_items, flaggable_pieces  # noqa: E402
 from transformer.diagnosis.fit import FIT_FROM, dev_cases  # noqa: E402
 from transformer.diagnosis.protocol import evaluate, roc_auc  # noqa: E402
 from transformer.diagnosis.signals import make_item  # noqa: E402
@@ -83,29 +86,32 @@ def run_model(path: str, data_dir, n: int, alti: bool, bf16: bool = False):
     piece_signals = {"log p": lambda d, e: -d.signals["log_p"], "contrastive": lambda d, e: -d.signals["pmi"],
                      "ALTI+": lambda d, e: -e["share"] if e else None,
                      "combination": lambda d, e: d.hallucination}
-    for name, f in piece_signals.items():
-        scores, labels = [], []
-        for c, d, e in by["correct"] + by["partial"]:
-            v = f(d, e)
-            if v is None:
-                break
-            keep = [t for t, i in enumerate(c.item.output_ids) if i not in special]
-            scores += list(np.asarray(v)[keep])
-            labels += list(c.piece_labels[keep])
-        table[("hallucinated pieces", name)] = roc_auc(scores, labels) if scores else np.nan
-    source_signals = {"contrastive": lambda d, e: -d.signals["deletion_drop"],
+    # Each piece row twice: over every non-special piece (the goal's row), and over the pieces of
+    # words a flag may cover (flaggable_pieces: punctuation, never flagged by design, left out); and
+    # the all-pieces row's ceiling, a scorer that gives each flaggable word its label and 0 elsewhere.
+    piece_rows = (("hallucinated pieces", by["correct"] + by["partial"], "output", piece_signals),
+                  ("omitted pieces", by["appended"], "source", {
+                      "contrastive": lambda d, e: -d.signals["deletion_drop"],
                       "ALTI+": lambda d, e: -e["coverage"] if e else None,
-                      "combination": lambda d, e: d.omission}
-    for name, f in source_signals.items():
-        scores, labels = [], []
-        for c, d, e in by["appended"]:
-            v = f(d, e)
-            if v is None:
-                break
-            keep = [j for j, i in enumerate(c.item.source_ids) if i not in special]
-            scores += list(np.asarray(v)[keep])
-            labels += list(c.source_labels[keep])
-        table[("omitted pieces", name)] = roc_auc(scores, labels) if scores else np.nan
+                      "combination": lambda d, e: d.omission}))
+    for row, cases_, side, signals_ in piece_rows:
+        for only_flaggable in (False, True):
+            name_row = row + (", flaggable words" if only_flaggable else "")
+            for name, f in {**signals_, "perfect word scores": None}.items():
+                if only_flaggable and f is None:
+                    continue
+                scores, labels = [], []
+                for c, d, e in cases_:
+                    ids = c.item.output_ids if side == "output" else c.item.source_ids
+                    truth = c.piece_labels if side == "output" else c.source_labels
+                    flaggable = flaggable_pieces(c.item, special)[0 if side == "output" else 1]
+                    v = np.where(flaggable, truth, -1.0) if f is None else f(d, e)
+                    if v is None:
+                        break
+                    keep = [j for j, i in enumerate(ids) if i not in special and (flaggable[j] or not only_flaggable)]
+                    scores += list(np.asarray(v)[keep])
+                    labels += list(truth[keep])
+                table[(name_row, name)] = roc_auc(scores, labels) if scores else np.nan
     return tr, sources, table, realistic, len(every) / seconds
 
 
@@ -192,7 +198,7 @@ def main(argv=None) -> int:
                      f"natural (inserted word): {found}/{total} hallucinated, {flagged} of them with sentence_score >= 0.5, "
                      f"AUC {auc:.3f}; speed on a {tokens}-piece output: translate(capture=True) {b * 1000:.1f} ms, "
                      f"with diagnose=True {d * 1000:.1f} ms, ratio {d / b:.2f}")
-    names = ["log p", "contrastive", "ALTI+", "Wass-to-Unif", "combination"]
+    names = ["log p", "contrastive", "ALTI+", "Wass-to-Unif", "combination", "perfect word scores"]
     rows = list(dict.fromkeys(k[0] for k in tables[0]))
     print(f"ROC AUC on Multi30k val, first {args.n} pairs ({' / '.join(Path(m).name for m in args.models)})\n")
     print("| | " + " | ".join(names) + " |")
@@ -205,7 +211,7 @@ def main(argv=None) -> int:
     for row in rows:
         margins = []
         for t in tables:
-            singles = [t[(row, n)] for n in names[:-1] if (row, n) in t and not np.isnan(t[(row, n)])]
+            singles = [t[(row, n)] for n in names[:-2] if (row, n) in t and not np.isnan(t[(row, n)])]
             margins.append(f"{t[(row, 'combination')] - max(singles):+.5f}")
         print(f"  {row}: {' / '.join(margins)}")
     print_realistic(realistic, args)

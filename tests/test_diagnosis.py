@@ -11,7 +11,7 @@ import pytest
 from transformer import Translator
 from transformer.diagnosis.scores import Diagnosis, Flag, diagnose_items
 from transformer.diagnosis.protocol import roc_auc
-from transformer.diagnosis.signals import make_item
+from transformer.diagnosis.signals import Item, make_item
 
 REPO = Path(__file__).resolve().parents[1]
 EN = "A man in a blue shirt is riding a bicycle down the street."
@@ -221,3 +221,14 @@ def test_shipped_sentence_models_were_fitted_outside_the_benchmark_pairs():
         weights = json.loads((Path(__file__).resolve().parents[1] / "pretrained" / name / "diagnosis.json").read_text())
         assert f"val pairs {FIT_FROM} onwards" in weights["fitted_on"]
         assert len(weights["sentence"]["raw_coef"]) == len(weights["sentence"]["coef"])
+
+
+def test_flaggable_pieces_are_the_pieces_of_words_a_flag_may_cover():
+    """Special pieces and punctuation are never "unsupported" or "left out": the benchmark's
+    flaggable-word rows pool only the other pieces, word by word."""
+    from transformer.diagnosis.scores import flaggable_pieces
+    item = Item(source_ids=[5, 6, 7, 8, 2], fed_ids=[0, 10, 11, 12, 13], output_ids=[10, 11, 12, 13, 2],
+                source_pieces=["▁A", "▁bi", "ke", "▁.", "</s>"], output_pieces=["▁Ein", "▁Fahr", "rad", ".", "</s>"])
+    output, source = flaggable_pieces(item, {2})
+    assert output.tolist() == [True, True, True, False, False]
+    assert source.tolist() == [True, True, True, False, False]

@@ -87,6 +87,20 @@ def output_words(item: Item | None, T: int, special: set | frozenset = frozenset
     return groups, flaggable
 
 
+def flaggable_pieces(item: Item, special: set | frozenset = frozenset()) -> tuple[np.ndarray, np.ndarray]:
+    """(T,) and (S,) bool: the output and source pieces of words a flag may cover. The others
+    (special pieces, punctuation: never "unsupported" or "left out") score 0 by design, so a
+    benchmark that pools them with the rest measures that rule as much as the scores."""
+    groups, flaggable = output_words(item, len(item.output_ids), special)
+    output = np.zeros(len(item.output_ids), dtype=bool)
+    for g, on in zip(groups, flaggable):
+        output[g] = on
+    source = np.zeros(len(item.source_ids), dtype=bool)
+    for g in word_groups(item.source_pieces, item.source_ids, special):
+        source[g] = not all(item.source_ids[j] in special or is_punctuation(item.source_pieces[j]) for j in g)
+    return output, source
+
+
 def _lexicon_evidence(lexicon: Lexicon | None, item: Item | None, sig: Signals, output_groups: list, piece_text):
     """Per source word and per output word, lexicon.gaps() between the two sides; per output word,
     lexicon.expected() and what it expected. Zeros (and None) without a lexicon, pieces or the
