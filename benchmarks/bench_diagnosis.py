@@ -95,16 +95,16 @@ def run_model(path: str, data_dir, n: int, alti: bool, bf16: bool = False):
                       "ALTI+": lambda d, e: -e["coverage"] if e else None,
                       "combination": lambda d, e: d.omission}))
     for row, cases_, side, signals_ in piece_rows:
+        flaggable_of = [flaggable_pieces(c.item, special)[0 if side == "output" else 1] for c, _, _ in cases_]
         for only_flaggable in (False, True):
             name_row = row + (", flaggable words" if only_flaggable else "")
             for name, f in {**signals_, "perfect word scores": None}.items():
                 if only_flaggable and f is None:
                     continue
                 scores, labels = [], []
-                for c, d, e in cases_:
+                for (c, d, e), flaggable in zip(cases_, flaggable_of):
                     ids = c.item.output_ids if side == "output" else c.item.source_ids
                     truth = c.piece_labels if side == "output" else c.source_labels
-                    flaggable = flaggable_pieces(c.item, special)[0 if side == "output" else 1]
                     v = np.where(flaggable, truth, -1.0) if f is None else f(d, e)
                     if v is None:
                         break

@@ -44,7 +44,6 @@ import torch
 from .capture import current_recorder
 
 
-
 def shared_sources(source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     """(one row index per distinct source, each row's place among them) when rows of a batched
     forced pass repeat a source and no capture records this call: the source is then encoded once

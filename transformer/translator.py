@@ -29,6 +29,8 @@ from .sources import is_hf_source
 if TYPE_CHECKING:                     # the annotation only: explain.py imports torch-heavy helpers lazily
     from .explain import Explanation
 
+__all__ = ["Step", "Translation", "Translator", "default_device"]
+
 
 def open_engine(path, device=None, source_lang: str | None = None, target_lang: str | None = None) -> Engine:
     """The engine for a model directory of ours, or a Hugging Face encoder-decoder (a save_pretrained
@@ -40,8 +42,6 @@ def open_engine(path, device=None, source_lang: str | None = None, target_lang: 
         from .hf.engine import open_hf
         return open_hf(path, device, source_lang, target_lang)
     return open_ours(path, device, source_lang, target_lang)
-
-__all__ = ["Step", "Translation", "Translator", "default_device"]
 
 
 @dataclass

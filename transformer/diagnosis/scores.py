@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .lexicon import Lexicon, lexicon_for
-from .signals import Item, Signals, compute_signals, is_punctuation, word_groups
+from .signals import Item, Signals, compute_signals, content_words
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS_FILE = "diagnosis.json"
@@ -81,10 +81,7 @@ def output_words(item: Item | None, T: int, special: set | frozenset = frozenset
         return [[t] for t in range(T)], np.ones(T, dtype=bool)
     pieces = [str(p) for p in item.output_pieces]
     special = set(special) | {i for i, p in zip(item.output_ids, pieces) if p.startswith("<") and p.endswith(">")}
-    groups = word_groups(pieces, list(item.output_ids), special)
-    flaggable = np.array([not all(item.output_ids[t] in special or is_punctuation(pieces[t]) for t in g)
-                          for g in groups], dtype=bool)
-    return groups, flaggable
+    return content_words(pieces, list(item.output_ids), special)
 
 
 def flaggable_pieces(item: Item, special: set | frozenset = frozenset()) -> tuple[np.ndarray, np.ndarray]:
@@ -96,8 +93,8 @@ def flaggable_pieces(item: Item, special: set | frozenset = frozenset()) -> tupl
     for g, on in zip(groups, flaggable):
         output[g] = on
     source = np.zeros(len(item.source_ids), dtype=bool)
-    for g in word_groups(item.source_pieces, item.source_ids, special):
-        source[g] = not all(item.source_ids[j] in special or is_punctuation(item.source_pieces[j]) for j in g)
+    for g, on in zip(*content_words(item.source_pieces, item.source_ids, special)):
+        source[g] = on
     return output, source
 
 
@@ -129,8 +126,7 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
     drops = sig.log_p[None, :] - sig.deletion                                     # (W, T)
     on = np.asarray(sig.deleted, dtype=bool)
     if item is not None:        # never special pieces or punctuation, whatever was deleted
-        on = on & np.array([not all(item.source_ids[j] in special or is_punctuation(item.source_pieces[j]) for j in g)
-                            for g in sig.words], dtype=bool)
+        on = on & content_words(item.source_pieces, item.source_ids, special)[1]
     support = drops[on].max(0) if on.any() else np.zeros(T)                      # (T,) best single word's support
     groups, flaggable = output_words(item, T, special)
     source_gap, output_gap, expected, expected_why = _lexicon_evidence(lexicon, item, sig, groups, piece_text)

@@ -90,6 +90,14 @@ def word_groups(pieces: list, ids: list, special: set) -> list[list[int]]:
     return groups
 
 
+def content_words(pieces: list, ids: list, special) -> tuple[list[list[int]], np.ndarray]:
+    """word_groups(), and which of them are content words: not only special pieces or punctuation.
+    Only those are deleted here, and only those can be flagged "left out"."""
+    groups = word_groups(pieces, ids, special)
+    return groups, np.array([not all(ids[j] in special or is_punctuation(pieces[j]) for j in g) for g in groups],
+                            dtype=bool)
+
+
 @dataclass
 class Demand:
     """What a full-source pass wanted at each step: its top-K pieces, their probabilities, and
@@ -144,9 +152,7 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
     first, plans = [], []
     for it in items:
         null = [i for i in it.source_ids if i in special] or [it.source_ids[-1]]
-        words = word_groups(it.source_pieces, it.source_ids, special)
-        deleted = np.array([not all(it.source_ids[j] in special or is_punctuation(it.source_pieces[j]) for j in g)
-                            for g in words], dtype=bool)
+        words, deleted = content_words(it.source_pieces, it.source_ids, special)
         first.append((list(it.source_ids), list(it.fed_ids), list(it.output_ids)))
         first.append((null, list(it.fed_ids), list(it.output_ids)))
         plans.append((null, words, deleted))
