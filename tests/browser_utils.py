@@ -225,6 +225,13 @@ def click_point(page, chart_index: int, trace_index: int, point_index: int) -> N
             const r = gd.getBoundingClientRect();
             return {x: r.left + xa._offset + xa.l2p(trace.x[p]), y: r.top + ya._offset + ya.l2p(trace.y[p])};
         }""", [chart_index, trace_index, point_index])
+    # plotly.js counts a press within doubleClickDelay (500 ms) of the chart's last click as a
+    # double click, on which Streamlit clears the selection: a second, unasked-for rerun. Two quick
+    # clicks on a warm server came 486 ms apart; a person's second click is another single click.
+    page.wait_for_function(
+        """(c) => { const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[c];
+                    return Date.now() - (gd._mouseDownTime || 0) > gd._context.doubleClickDelay; }""",
+        arg=chart_index, timeout=10_000)
     page.mouse.move(box["x"], box["y"])
     with script_run(page):          # a selection sends one rerun
         page.mouse.click(box["x"], box["y"])
