@@ -98,7 +98,7 @@ def _case(top: float):
 
 WEIGHTS = {"output": {"mean": [0.0] * 6, "std": [1.0] * 6, "coef": [1.0, 0.5, 0.5, 0.2, 2.0, 3.0], "bias": -3.0,
                       "features": OUTPUT_FEATURES},
-           "source": {"mean": [0.0] * 6, "std": [1.0] * 6, "coef": [0.8, 3.0, 1.0, 0.3, 2.5, 0.4], "bias": -2.0,
+           "source": {"mean": [0.0] * 7, "std": [1.0] * 7, "coef": [0.8, 3.0, 1.0, 0.3, 2.5, 0.4, 0.3], "bias": -2.0,
                       "features": SOURCE_FEATURES},
            "sentence": {"mean": [0.0] * 10, "std": [1.0] * 10, "coef": [0.0] * 10, "bias": 0.0}}
 
@@ -194,6 +194,27 @@ def test_a_larger_insertion_gain_never_lowers_the_omission_score():
     assert "with “qq” put back, the translation is 12.0 nats more likely" in flag.evidence["explains"]
     sig, item, lex = _expected_case(0.5)
     assert previous > float(combine(sig, WEIGHTS, item, frozenset({3}), lex, piece).omission[2])
+
+
+def test_the_positive_part_of_the_insertion_gain_is_a_column_of_its_own():
+    """A put-back that makes the translation likelier is stronger evidence than the linear column says
+    (docs/diagnosis.md): its own column is clip(gain, 0, 10), 0 for costs and for words never put back."""
+    piece = {**VOCAB, 3: "</s>"}.get
+    gain_col, positive_col = SOURCE_FEATURES.index("insertion_gain"), SOURCE_FEATURES.index("insertion_gain_positive")
+    for gain, linear, positive in ((-8.0, 0.0, 0.0), (-2.0, 3.0, 0.0), (0.0, 5.0, 0.0), (3.5, 8.5, 3.5), (14.0, 15.0, 10.0)):
+        sig, item, lex = _expected_case(0.5)
+        sig.insertion = {2: (gain, 0.5, 2, 20)}
+        row = features(sig, item, frozenset({3}), lex, piece)["source"][2]
+        assert (row[gain_col], row[positive_col]) == pytest.approx((linear, positive))
+    sig, item, lex = _expected_case(0.5)
+    assert features(sig, item, frozenset({3}), lex, piece)["source"][:, positive_col].tolist() == [0, 0, 0, 0]
+    only_positive = {**WEIGHTS, "source": {**WEIGHTS["source"], "coef": [0.0] * 6 + [1.0]}}
+    scores = []
+    for gain in (-4.0, -1.0, 0.0, 1.0, 5.0, 9.0):
+        sig, item, lex = _expected_case(0.5)
+        sig.insertion = {2: (gain, 0.5, 2, 20)}
+        scores.append(float(combine(sig, only_positive, item, frozenset({3}), lex, piece).omission[2]))
+    assert scores[0] == scores[1] == scores[2] < scores[3] < scores[4] < scores[5]
 
 
 def test_weights_fitted_without_the_lexicon_read_only_their_own_columns():

@@ -104,7 +104,8 @@ WEIGHTS = {"output": {"mean": [0.0] * 4, "std": [1.0] * 4, "coef": [1.0, 0.5, 0.
 
 
 def test_more_deletion_evidence_never_lowers_the_omission_score():
-    assert SOURCE_FEATURES == ["neg_drop", "unmet_max", "unmet_sum", "neg_drop_max", "lexicon_gap", "insertion_gain"]
+    assert SOURCE_FEATURES == ["neg_drop", "unmet_max", "unmet_sum", "neg_drop_max", "lexicon_gap", "insertion_gain",
+                               "insertion_gain_positive"]
     previous = -1.0
     for drop in np.linspace(3.0, -4.0, 15):              # deletion makes the translation ever MORE likely
         for unmet in (0.0, 0.3, 0.9):

@@ -239,6 +239,19 @@ def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
         rows = [(c, d) for k in kinds for c, d in by_kind.get(k, [])]
         out[("rate", name)] = float(np.mean([_touches(spans(d, kind), c.source_labels if side == "source"
                                                       else c.piece_labels) for c, d in rows])) if rows else float("nan")
+    # The same recall at a fixed share of references flagged on that side alone, whatever the shipped
+    # threshold: how well the scores rank, apart from where the fit put the flag line.
+    for name, kind, side, share in (("omitted word found at 3% of references flagged (source side)", "omission", "source", 0.03),
+                                    ("omitted word found at 5% of references flagged (source side)", "omission", "source", 0.05),
+                                    ("substituted word found at 5% of references flagged (output side)", "substitution", "output", 0.05)):
+        def top(c, d, labelled):
+            score = np.asarray(d.omission if side == "source" else d.hallucination, dtype=np.float64)
+            mask = (c.source_labels if side == "source" else c.piece_labels) > 0 if labelled else np.ones(len(score), bool)
+            return score[mask].max(initial=0.0)
+        rows = by_kind.get(kind, [])
+        if correct and rows:
+            line = np.sort([top(c, d, False) for c, d in correct])[int(np.ceil(len(correct) * (1 - share))) - 1]
+            out[("rate", name)] = float(np.mean([top(c, d, True) > line for c, d in rows]))
     touching, total = 0, 0
     for k in ("omission", "phrase", "insertion", "substitution"):
         for c, d in by_kind.get(k, []):
