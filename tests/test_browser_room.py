@@ -11,8 +11,8 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from atlas_ui.views import VIEWS
-from browser_utils import (GROWN_MARGINS, NEEDS_BROWSER, chart_share, open_page, script_run, wait_charts_drawn,
-                           wait_for_text)
+from browser_utils import (GROWN_MARGINS, NEEDS_BROWSER, chart_share, load, new_page, open_page, script_run,
+                           wait_charts_drawn, wait_for_text)
 
 pytestmark = NEEDS_BROWSER
 PROJECTOR, PHONE = (1280, 720), (390, 844)
@@ -22,6 +22,22 @@ SENTENCES = {10: "A little girl climbs the stairs to the red house.",
 LINK_PARAMS = {"Decoding steps": {"step": 3}, "Beam": {"beam": 4},
                "Ablation": {"ablate": "cross:2:0,cross:2:1,cross:2:2,cross:2:3"}}
 MIN_TICK_PX = 12
+
+
+@pytest.fixture(scope="module")
+def projector_page(browser):
+    """One page at 1280x720 for every view's presenter link: each link is a new document and a new
+    session, and the page keeps its renderer (browser_utils.load)."""
+    page = new_page(browser, PROJECTOR)
+    yield page
+    page.context.close()
+
+
+@pytest.fixture(scope="module")
+def phone_page(browser):
+    page = new_page(browser, PHONE, phone=True)
+    yield page
+    page.context.close()
 
 
 def view_link(base: str, view: str, sentence: str, **extra) -> str:
@@ -92,11 +108,12 @@ def test_the_overlap_check_sees_overlap_and_tilted_neighbours_apart():
 
 @pytest.mark.parametrize("words", sorted(SENTENCES))
 @pytest.mark.parametrize("view", list(VIEWS))
-def test_presenter_charts_are_legible_on_a_projector(browser, app_url, view, words):
+def test_presenter_charts_are_legible_on_a_projector(projector_page, app_url, view, words):
     """Presenter mode at 1280x720: no sidebar, the main chart fills at least 60% of the window's
     height, every chart is drawn in one pass in presenter type (browser_utils.GROWN_MARGINS), and its
     text labels are legible (below)."""
-    page = open_page(browser, view_link(app_url, view, SENTENCES[words], present=1), viewport=PROJECTOR)
+    page = projector_page
+    load(page, view_link(app_url, view, SENTENCES[words], present=1))
     wait_charts_drawn(page)
     share = chart_share(page)
     assert share >= 0.60, f"{view}, {words} words: the main chart fills {share:.0%} of a 1280x720 window"
@@ -115,7 +132,6 @@ def test_presenter_charts_are_legible_on_a_projector(browser, app_url, view, wor
     first = min(charts, key=lambda chart: chart["rect"][1])
     assert first["rect"][1] < height / 2, f"{view}: the main chart starts at {first['rect'][1]:.0f} px"
     assert page.problems == []
-    page.context.close()
 
 
 def test_the_first_screen_holds_the_default_heatmap_with_both_axes_under_a_page_title(browser, app_url):
@@ -187,13 +203,14 @@ def test_the_input_row_keeps_its_buttons_words_with_the_sidebar_open(browser, ap
 
 
 @pytest.mark.parametrize("view", list(VIEWS))
-def test_every_view_is_legible_on_a_phone(browser, app_url, view):
+def test_every_view_is_legible_on_a_phone(phone_page, app_url, view):
     """A phone's browser (390x844, a phone's User-Agent) gets each chart refit for its width
     (viz.phone_figure): with an 18-word sentence no text label of any chart runs into another, none
     reaches past the screen's edges (titles ran off the right) or its chart's top and bottom, tick
     labels are at least 9 px, and no colour bar takes a quarter of the width. The share link opens
     on its chart, and the view's controls come after it."""
-    page = open_page(browser, view_link(app_url, view, SENTENCES[18]), viewport=PHONE, phone=True)
+    page = phone_page
+    load(page, view_link(app_url, view, SENTENCES[18]))
     wait_charts_drawn(page)
     chart_top = page.evaluate("""() => Math.min(...Array.from(
         document.querySelectorAll('[data-testid="stPlotlyChart"]')).map(c => c.getBoundingClientRect().top))""")
@@ -218,7 +235,6 @@ def test_every_view_is_legible_on_a_phone(browser, app_url, view):
         assert min((label["size"] for label in chart["labels"] if label["tick"]), default=9) >= 9, name
     assert page.locator('[data-testid="stPlotlyChart"] .colorbar').count() == 0
     assert page.problems == []
-    page.context.close()
 
 
 @pytest.mark.parametrize("view", ["Heatmap", "Decoding steps"])
