@@ -185,6 +185,15 @@ def _touches(spans: list, labels: np.ndarray) -> bool:
     return any(labels[a:b].any() for a, b in spans)
 
 
+def _side_max(case, diagnosis, side: str, labelled: bool) -> float:
+    """The largest score on one side ("source": omission, "output": hallucination), over the case's
+    edited pieces only when `labelled`."""
+    score = np.asarray(diagnosis.omission if side == "source" else diagnosis.hallucination, dtype=np.float64)
+    if labelled:
+        score = score[(case.source_labels if side == "source" else case.piece_labels) > 0]
+    return float(score.max(initial=0.0))
+
+
 def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
     """The issue's table for one model: ROC AUC of the combination and of each raw signal alone
     (omission: -(fall of log p(translation) when the word is deleted), unmet demand, the lexicon gap,
@@ -244,14 +253,10 @@ def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
     for name, kind, side, share in (("omitted word found at 3% of references flagged (source side)", "omission", "source", 0.03),
                                     ("omitted word found at 5% of references flagged (source side)", "omission", "source", 0.05),
                                     ("substituted word found at 5% of references flagged (output side)", "substitution", "output", 0.05)):
-        def top(c, d, labelled):
-            score = np.asarray(d.omission if side == "source" else d.hallucination, dtype=np.float64)
-            mask = (c.source_labels if side == "source" else c.piece_labels) > 0 if labelled else np.ones(len(score), bool)
-            return score[mask].max(initial=0.0)
         rows = by_kind.get(kind, [])
         if correct and rows:
-            line = np.sort([top(c, d, False) for c, d in correct])[int(np.ceil(len(correct) * (1 - share))) - 1]
-            out[("rate", name)] = float(np.mean([top(c, d, True) > line for c, d in rows]))
+            line = np.sort([_side_max(c, d, side, labelled=False) for c, d in correct])[int(np.ceil(len(correct) * (1 - share))) - 1]
+            out[("rate", name)] = float(np.mean([_side_max(c, d, side, labelled=True) > line for c, d in rows]))
     touching, total = 0, 0
     for k in ("omission", "phrase", "insertion", "substitution"):
         for c, d in by_kind.get(k, []):
