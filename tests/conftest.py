@@ -25,7 +25,7 @@ WORDS = ["red", "blue", "green", "dog", "cat", "man", "runs", "sits", "big", "sm
 
 
 # ---- markers: `-m "not browser and not hf and not slow"` runs the fast tests ----------------------
-BROWSER_FIXTURES = {"browser", "app_url", "dark_app_url"}      # Chromium through Playwright, an app server
+BROWSER_FIXTURES = {"browser", "pages", "app_url", "dark_app_url"}      # Chromium through Playwright, an app server
 HF_FIXTURES = {"hf_dirs"}                        # the tiny Hugging Face models of tests/hf_tiny.py
 SLOW_MODULES = {"test_analyze", "test_cli", "test_pretrained", "test_server_process", "test_serving",
                 "test_training"}                 # corpus runs, servers, training: seconds a test
@@ -297,3 +297,13 @@ def browser():
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="session")
+def pages(browser):
+    """Pooled pages, one per window size, for tests that open a link and need no context of their
+    own (browser_utils.Pages)."""
+    from browser_utils import Pages
+    pool = Pages(browser)
+    yield pool
+    pool.close()

@@ -8,20 +8,20 @@ import re
 
 import pytest
 
-from browser_utils import (CHART, NEEDS_BROWSER, TRANSLATION, click_point, open_page, pick_view, plot_state,
-                           script_run, translate, wait_charts_drawn, wait_for_plot)
+from browser_utils import (CHART, NEEDS_BROWSER, TRANSLATION, click_point, pick_view, plot_state, script_run,
+                           translate, wait_charts_drawn, wait_for_plot)
 
 pytestmark = NEEDS_BROWSER
 INJECTION = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>'
 
 
 @pytest.fixture
-def page(browser, app_url):
-    """A fresh page on the app; console errors and page errors are collected in page.problems."""
-    page = open_page(browser, app_url)           # returns once the first script run has ended
+def page(pages, app_url):
+    """The app as a new session (a new document on a pooled page, browser_utils.Pages); console
+    errors and page errors are collected in page.problems."""
+    page = pages.open(app_url)           # returns once the first script run has ended
     wait_for_plot(page, "gd.data[0].type === 'heatmap' && gd.querySelector('.xtick')")
     yield page
-    page.context.close()
 
 
 def test_page_loads_with_heatmap_and_screenshot(page, screenshots):
@@ -103,4 +103,19 @@ def test_click_on_a_tile_opens_that_head(page, view):
     with script_run(page):
         page.get_by_role("button", name=re.compile("Undo focus")).click()
     wait_for_plot(page, "gd.layout.title.text.includes('layer 1 · head 7')", index=1)
+    assert page.problems == []
+
+
+def test_a_pooled_page_starts_each_link_as_a_fresh_context_would(pages, app_url):
+    """browser_utils.Pages: one page serves many tests, so nothing one test leaves (storage,
+    cookies, a resized window) may reach the next; Streamlit keeps the sidebar's state there."""
+    page = pages.open(app_url)
+    page.evaluate("() => { localStorage.setItem('atlas-test', '1'); sessionStorage.setItem('atlas-test', '1'); }")
+    page.context.add_cookies([{"name": "atlas_test", "value": "1", "url": app_url}])
+    page.set_viewport_size({"width": 800, "height": 600})
+    again = pages.open(app_url)
+    assert again is page                                   # the same renderer, a new document
+    assert page.evaluate("() => [localStorage.getItem('atlas-test'), sessionStorage.getItem('atlas-test')]") == [None, None]
+    assert "atlas_test" not in {cookie["name"] for cookie in page.context.cookies()}   # the app sets its own
+    assert page.viewport_size == {"width": 1440, "height": 1100}
     assert page.problems == []

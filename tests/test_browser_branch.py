@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qs, quote, urlencode, urlparse
 
-from browser_utils import (NEEDS_BROWSER, SHARE_LINK, TRANSLATION, click_point, open_page, script_run,
-                           wait_charts_drawn, wait_for_text)
+from browser_utils import (NEEDS_BROWSER, SHARE_LINK, TRANSLATION, click_point, script_run, wait_charts_drawn,
+                           wait_for_text)
 
 pytestmark = NEEDS_BROWSER
 SENTENCE = "Two dogs play in the snow."
@@ -29,8 +29,8 @@ def compare_table(page) -> dict | None:
     }""")
 
 
-def test_a_click_on_a_candidate_puts_both_translations_side_by_side(browser, app_url, screenshots):
-    page = open_page(browser, link(app_url, view="Decoding steps", step=1, sentence=SENTENCE), viewport=(1280, 900))
+def test_a_click_on_a_candidate_puts_both_translations_side_by_side(pages, app_url, screenshots):
+    page = pages.open(link(app_url, view="Decoding steps", step=1, sentence=SENTENCE), viewport=(1280, 900))
     wait_charts_drawn(page, 3)
     original = page.locator(TRANSLATION).inner_text().strip()
     pills = page.locator(".st-key-step_branch_pick button").filter(has_text=re.compile(r"\S"))   # not the "?"
@@ -54,11 +54,10 @@ def test_a_click_on_a_candidate_puts_both_translations_side_by_side(browser, app
     wait_charts_drawn(page, 3)
     assert page.locator(TRANSLATION).inner_text().strip() != original
     assert page.problems == []
-    page.context.close()
 
 
-def test_a_click_on_a_beam_node_branches_and_keeps_the_returned_path(browser, app_url, screenshots):
-    page = open_page(browser, link(app_url, view="Beam", beam=4, sentence=SENTENCE), viewport=(1280, 900))
+def test_a_click_on_a_beam_node_branches_and_keeps_the_returned_path(pages, app_url, screenshots):
+    page = pages.open(link(app_url, view="Beam", beam=4, sentence=SENTENCE), viewport=(1280, 900))
     wait_charts_drawn(page, 2)
     before = page.evaluate(f"""() => {{ const gd = document.querySelectorAll('{CHARTS}')[0];
         return {{path: [gd.data[1].x, gd.data[1].y], custom: gd._fullData[gd._fullData.length - 1].customdata,
@@ -77,4 +76,3 @@ def test_a_click_on_a_beam_node_branches_and_keeps_the_returned_path(browser, ap
     assert f"What if step {step + 1}" in chart["title"]
     page.screenshot(path=str(screenshots / "branch-beam.png"), full_page=False)
     assert page.problems == []
-    page.context.close()

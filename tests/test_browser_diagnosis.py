@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote, urlencode
 
-from browser_utils import NEEDS_BROWSER, open_page, script_run, wait_charts_drawn, wait_for_text
+from browser_utils import NEEDS_BROWSER, script_run, wait_charts_drawn, wait_for_text
 
 pytestmark = NEEDS_BROWSER
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."
@@ -23,8 +23,8 @@ def link(base: str, **params) -> str:
     return f"{base}/?{urlencode(params, quote_via=quote)}"
 
 
-def test_a_share_link_with_a_wrong_word_shows_the_marks(browser, app_url):
-    page = open_page(browser, link(app_url, sentence=SENTENCE, ref=SUBSTITUTED), viewport=(1280, 720))
+def test_a_share_link_with_a_wrong_word_shows_the_marks(pages, app_url):
+    page = pages.open(link(app_url, sentence=SENTENCE, ref=SUBSTITUTED), viewport=(1280, 720))
     wait_charts_drawn(page, 1)
     marks = page.locator(".st-key-translation .aa-unsupported")
     assert marks.count() >= 1 and "Pferd" in marks.first.inner_text()
@@ -35,11 +35,10 @@ def test_a_share_link_with_a_wrong_word_shows_the_marks(browser, app_url):
     wait_for_text(page, "Diagnosis: “")                # the summary names the flagged words
     wait_for_text(page, "(the model expected “Fahrrad” for “bicycle”)")   # and what the model expected there
     assert page.problems == []
-    page.context.close()
 
 
-def test_clicking_a_flagged_piece_opens_its_step(browser, app_url):
-    page = open_page(browser, link(app_url, view="Diagnosis", sentence=SENTENCE, ref=SUBSTITUTED), viewport=(1440, 1100))
+def test_clicking_a_flagged_piece_opens_its_step(pages, app_url):
+    page = pages.open(link(app_url, view="Diagnosis", sentence=SENTENCE, ref=SUBSTITUTED), viewport=(1440, 1100))
     wait_charts_drawn(page, 1)
     # the first flagged output bar past the first piece, and the pixel in the middle of it
     box = page.evaluate("""() => {
@@ -60,18 +59,16 @@ def test_clicking_a_flagged_piece_opens_its_step(browser, app_url):
     checked = page.locator('[data-testid="stRadio"] label').filter(has_text="Decoding steps").locator("input")
     assert checked.first.is_checked()
     assert page.problems == []
-    page.context.close()
 
 
-def test_a_left_out_word_is_framed_in_the_source_strip(browser, app_url):
-    page = open_page(browser, link(app_url, view="Diagnosis", sentence=GIRL, ref=RED_CAR), viewport=(1280, 720))
+def test_a_left_out_word_is_framed_in_the_source_strip(pages, app_url):
+    page = pages.open(link(app_url, view="Diagnosis", sentence=GIRL, ref=RED_CAR), viewport=(1280, 720))
     wait_charts_drawn(page, 1)
     framed = page.locator(".aa-sources .aa-omitted")
     assert framed.count() >= 1 and "wooden" in framed.first.inner_text()
     assert framed.first.evaluate("e => getComputedStyle(e).borderTopStyle") == "dotted"
     assert "left out?" in framed.first.get_attribute("title")
     assert page.problems == []
-    page.context.close()
 
 
 def relative_luminance(css_colour: str) -> float:
@@ -81,8 +78,8 @@ def relative_luminance(css_colour: str) -> float:
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
-def test_the_diagnosis_line_is_readable_in_the_dark_theme(browser, dark_app_url):
-    page = open_page(browser, link(dark_app_url, sentence=SENTENCE, ref=DETACHED), viewport=(1280, 720))
+def test_the_diagnosis_line_is_readable_in_the_dark_theme(pages, dark_app_url):
+    page = pages.open(link(dark_app_url, sentence=SENTENCE, ref=DETACHED), viewport=(1280, 720))
     wait_for_text(page, "Diagnosis: ")
     colours = page.evaluate("""() => {
         const note = document.querySelector('.aa-diagnosis');
@@ -96,7 +93,6 @@ def test_the_diagnosis_line_is_readable_in_the_dark_theme(browser, dark_app_url)
     seen = float(opacity) * light + (1 - float(opacity)) * dark
     assert (seen + 0.05) / (dark + 0.05) >= 4.5, colours
     assert page.problems == []
-    page.context.close()
 
 
 # The chart's title lines and its y numbers, as boxes on the screen.
@@ -111,10 +107,10 @@ TITLE_AND_Y_NUMBERS = """() => {
 }"""
 
 
-def test_a_phone_shows_the_whole_title_and_the_y_numbers_apart(browser, app_url):
+def test_a_phone_shows_the_whole_title_and_the_y_numbers_apart(pages, app_url):
     """At 390x844 the one-line title "Diagnosis of the forced translation · detached score 0.xx" ran
     past the window's right edge; the score is now the title's second, smaller line."""
-    page = open_page(browser, link(app_url, view="Diagnosis", sentence=SENTENCE, ref=SUBSTITUTED), viewport=(390, 844))
+    page = pages.open(link(app_url, view="Diagnosis", sentence=SENTENCE, ref=SUBSTITUTED), viewport=(390, 844))
     wait_charts_drawn(page, 1)
     drawn = page.evaluate(TITLE_AND_Y_NUMBERS)
     assert drawn["titles"] and "".join(t["text"] for t in drawn["titles"]).startswith("Diagnosis of")
@@ -130,4 +126,3 @@ def test_a_phone_shows_the_whole_title_and_the_y_numbers_apart(browser, app_url)
                 or a["right"] <= b["left"] + 1 or b["right"] <= a["left"] + 1
             assert apart, (a, b)
     assert page.problems == []
-    page.context.close()

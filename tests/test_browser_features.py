@@ -10,8 +10,8 @@ from urllib.parse import parse_qs, quote, urlencode, urlparse
 import pytest
 
 from atlas_ui.views import VIEWS
-from browser_utils import (GROWN_MARGINS, NEEDS_BROWSER, SHARE_LINK, chart_share, click_point, open_page, pick_view,
-                           plot_state, script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
+from browser_utils import (GROWN_MARGINS, NEEDS_BROWSER, SHARE_LINK, chart_share, click_point, pick_view, plot_state,
+                           script_run, wait_charts_drawn, wait_for_plot, wait_for_text)
 
 pytestmark = NEEDS_BROWSER
 SENTENCE = "Two dogs play in the snow."
@@ -24,9 +24,9 @@ def link(base: str, **params) -> str:
 PROJECTOR = (1280, 720)             # a projector's screen: the README's tour and presenter screenshots
 
 
-def opened(browser, url: str, charts: int = 1, viewport=(1440, 1100)):
+def opened(pages, url: str, charts: int = 1, viewport=(1440, 1100)):
     """A page on `url` after its first script run, with at least `charts` charts drawn."""
-    page = open_page(browser, url, viewport=viewport)
+    page = pages.open(url, viewport=viewport)
     wait_charts_drawn(page, charts)
     return page
 
@@ -36,9 +36,9 @@ def chart_titles(page) -> list[str]:
                               .map(gd => (gd.layout && gd.layout.title && gd.layout.title.text) || '')""")
 
 
-def test_a_shared_link_opens_exactly_that_view(browser, app_url):
+def test_a_shared_link_opens_exactly_that_view(pages, app_url):
     url = link(app_url, view="Decoding steps", kind="cross", layer=1, head=2, step=2, sentence=SENTENCE)
-    page = opened(browser, url, charts=3)
+    page = opened(pages, url, charts=3)
     wait_for_text(page, "Step 3 of")
     assert page.locator('[data-testid="stTextArea"] textarea').first.input_value() == SENTENCE
     titles = chart_titles(page)
@@ -49,11 +49,10 @@ def test_a_shared_link_opens_exactly_that_view(browser, app_url):
     assert query["view"] == ["Decoding steps"] and query["step_no"] == ["3"] and query["sentence"] == [SENTENCE]
     assert query["layer"] == ["1"] and query["head"] == ["2"]
     assert page.problems == []
-    page.context.close()
 
 
-def test_clicking_a_beam_node_shows_its_attention(browser, app_url):
-    page = opened(browser, link(app_url, view="Beam", beam=4, sentence=SENTENCE), charts=2)
+def test_clicking_a_beam_node_shows_its_attention(pages, app_url):
+    page = opened(pages, link(app_url, view="Beam", beam=4, sentence=SENTENCE), charts=2)
     wait_for_text(page, "on the returned path")
     nodes = page.evaluate("""() => { const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0];
                                      const t = gd._fullData[gd._fullData.length - 1];
@@ -66,11 +65,10 @@ def test_clicking_a_beam_node_shows_its_attention(browser, app_url):
     # the node's attention has one row per piece of its hypothesis
     wait_for_plot(page, f"gd.layout.yaxis.ticktext.length === {step + 1}", index=1, timeout=60_000)
     assert page.problems == []
-    page.context.close()
 
 
-def test_head_summary_cell_opens_the_head_and_ablation_marks_changes(browser, app_url):
-    page = opened(browser, link(app_url, view="Head summary"), charts=3)
+def test_head_summary_cell_opens_the_head_and_ablation_marks_changes(pages, app_url):
+    page = opened(pages, link(app_url, view="Head summary"), charts=3)
     wait_for_plot(page, "gd.data.length > 1 && gd.data[1].type === 'scatter'")
     points = page.evaluate("""() => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0]
                                     ._fullData[1].customdata""")
@@ -86,17 +84,15 @@ def test_head_summary_cell_opens_the_head_and_ablation_marks_changes(browser, ap
     assert re.search(r"layer=2&head=5", page.url), page.url
     assert any("layer 2 · head 5" in t for t in chart_titles(page)), chart_titles(page)
     assert page.problems == []
-    page.context.close()
     cross_off = ",".join(f"cross:{layer}:{head}" for layer in range(3) for head in range(8))
-    page = opened(browser, link(app_url, view="Ablation", ablate=cross_off), charts=1)
+    page = opened(pages, link(app_url, view="Ablation", ablate=cross_off), charts=1)
     wait_for_text(page, "24 heads off")
     assert page.locator(".atlas-changed").count() > 0, "changed pieces are marked"
     assert page.problems == []
-    page.context.close()
 
 
-def test_trace_downloads_as_json(browser, app_url):
-    page = opened(browser, link(app_url, view="Heatmap", sentence=SENTENCE))
+def test_trace_downloads_as_json(pages, app_url):
+    page = opened(pages, link(app_url, view="Heatmap", sentence=SENTENCE))
     with script_run(page):                                # opening Export draws its buttons
         page.get_by_text("Export", exact=True).click()
     with page.expect_download() as download:
@@ -107,7 +103,6 @@ def test_trace_downloads_as_json(browser, app_url):
     assert [len(doc["cross"][0][0]), len(doc["cross"][0][0][0])] == [T, S]
     assert abs(sum(doc["encoder_self"][0][0][0]) - 1) < 1e-4
     assert page.problems == []
-    page.context.close()
 
 
 def presenter_round(page, screenshot) -> None:
@@ -130,14 +125,13 @@ def luminance(css_colour: str) -> float:
     return 0.2126 * r + 0.7152 * g + 0.0722 * b
 
 
-def test_presenter_mode_keys_in_light_and_dark_themes(browser, app_url, dark_app_url, screenshots):
+def test_presenter_mode_keys_in_light_and_dark_themes(pages, app_url, dark_app_url, screenshots):
     url = link(app_url, view="Decoding steps", present=1, sentence=SENTENCE)
-    page = opened(browser, url, charts=3, viewport=PROJECTOR)          # the README shows it as a projector would
+    page = opened(pages, url, charts=3, viewport=PROJECTOR)          # the README shows it as a projector would
     presenter_round(page, screenshots / "presenter-light.png")
     assert luminance(page.evaluate("getComputedStyle(document.querySelector('.stApp')).backgroundColor")) > 200
     assert page.problems == []
-    page.context.close()
-    page = opened(browser, link(dark_app_url, view="Decoding steps", present=1, sentence=SENTENCE), charts=3,
+    page = opened(pages, link(dark_app_url, view="Decoding steps", present=1, sentence=SENTENCE), charts=3,
                   viewport=PROJECTOR)
     presenter_round(page, screenshots / "presenter-dark.png")
     assert luminance(page.evaluate("getComputedStyle(document.querySelector('.stApp')).backgroundColor")) < 80
@@ -146,7 +140,6 @@ def test_presenter_mode_keys_in_light_and_dark_themes(browser, app_url, dark_app
                                     '[data-testid="stPlotlyChart"] .main-svg')).backgroundColor""")
     assert luminance(paper) > 200, paper
     assert page.problems == []
-    page.context.close()
 
 
 # the share-link parameters a view needs to show its picture (Beam: beam search; Ablation: heads off)
@@ -160,14 +153,14 @@ def view_link(app_url: str, view: str, **extra) -> str:
 
 
 @pytest.mark.parametrize("view", list(VIEWS))
-def test_every_view_link_shows_its_picture_first_drawn_in_one_pass(browser, app_url, view, screenshots):
+def test_every_view_link_shows_its_picture_first_drawn_in_one_pass(pages, app_url, view, screenshots):
     """Each view's share link as a visitor opens it at 1280x720 (a projector's screen) and at
     1440x900 (a laptop), unscrolled: its main chart fills at least 40% of the window's height; every
     chart is drawn in one pass (the margins each figure brings already hold its labels and colour
     bar, viz._base.matrix_margins, so plotly.js's automargin finds nothing to grow and does not draw
     it a second time). The 1280x720 page is the README's tour picture (tour-<view>.png). Presenter
     mode is checked in test_browser_room (test_presenter_charts_are_legible_on_a_projector)."""
-    page = opened(browser, view_link(app_url, view), viewport=PROJECTOR)
+    page = opened(pages, view_link(app_url, view), viewport=PROJECTOR)
     wait_for_plot(page, "gd.querySelector('.xtick') || gd.querySelector('.point')")
     option = page.locator('[data-testid="stRadio"] label').filter(has_text=re.compile(rf"^\s*{re.escape(view)}\s*$"))
     assert option.locator("input").first.is_checked()
@@ -185,7 +178,6 @@ def test_every_view_link_shows_its_picture_first_drawn_in_one_pass(browser, app_
     share = chart_share(page)
     assert share >= 0.40, f"{view}: the main chart fills {share:.0%} of a 1440x900 window"
     assert page.problems == []
-    page.context.close()
 
 
 # Each HTML block of ours (translation strip, source strip, what-if table): how far its content
@@ -196,20 +188,19 @@ HTML_OVERRUN = """() => Array.from(document.querySelectorAll('.aa-tokens, .aa-so
 
 
 @pytest.mark.parametrize("present", [0, 1])
-def test_the_translation_strip_does_not_run_under_the_next_element(browser, app_url, present):
+def test_the_translation_strip_does_not_run_under_the_next_element(pages, app_url, present):
     """Streamlit pulls a markdown element up by 1rem (its last paragraph's margin); the strip ends
     in a div, so its last line ran 16-19 px under the view picker (main.COMPACT_CSS undoes it)."""
-    page = opened(browser, view_link(app_url, "Decoding steps", present=present), viewport=PROJECTOR)
+    page = opened(pages, view_link(app_url, "Decoding steps", present=present), viewport=PROJECTOR)
     overruns = page.evaluate(HTML_OVERRUN)
     assert overruns and max(overruns) <= 0, overruns
     assert page.problems == []
-    page.context.close()
 
 
-def test_attribution_view_and_the_norm_switch(browser, app_url):
+def test_attribution_view_and_the_norm_switch(pages, app_url):
     """The Attribution view draws the methods for the linked step, its tables, and the norm switch
     in the Heatmap view recolours the head on a 0..max scale named ‖α·f(x)‖."""
-    page = opened(browser, link(app_url, view="Attribution", step=1, sentence=SENTENCE), charts=2)
+    page = opened(pages, link(app_url, view="Attribution", step=1, sentence=SENTENCE), charts=2)
     wait_for_text(page, "Perturbation test")
     titles = chart_titles(page)
     assert any(t.startswith("Source vs prefix") for t in titles), titles
@@ -226,13 +217,12 @@ def test_attribution_view_and_the_norm_switch(browser, app_url):
     wait_for_plot(page, "gd.layout.title.text.includes('norm-weighted') && gd.data[0].zmax > 1", index=0)
     assert "norm=1" in page.url
     assert page.problems == []
-    page.context.close()
 
 
-def test_the_decoding_popover_opens_on_a_click_and_stays_open_while_used(browser, app_url):
+def test_the_decoding_popover_opens_on_a_click_and_stays_open_while_used(pages, app_url):
     """Its widgets are drawn only while it is open (one rerun to open it); picking beam search in it
     must leave it open, with the pick in the translation's title."""
-    page = opened(browser, link(app_url, sentence=SENTENCE), viewport=PROJECTOR)
+    page = opened(pages, link(app_url, sentence=SENTENCE), viewport=PROJECTOR)
     assert page.get_by_text("Reference translation").count() == 0
     with script_run(page):
         page.get_by_role("button", name="Examples · reference · beam").click()
@@ -242,4 +232,3 @@ def test_the_decoding_popover_opens_on_a_click_and_stays_open_while_used(browser
     wait_for_text(page, "beam search (4)")
     assert page.get_by_text("Reference translation").is_visible(), "the popover stayed open"
     assert page.problems == []
-    page.context.close()

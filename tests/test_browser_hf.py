@@ -8,8 +8,7 @@ import re
 import pytest
 
 from atlas_ui.views import VIEWS
-from browser_utils import (NEEDS_BROWSER, TRANSLATION, open_page, pick_view, running_app, script_run,
-                           wait_charts_drawn)
+from browser_utils import NEEDS_BROWSER, TRANSLATION, pick_view, running_app, script_run, wait_charts_drawn
 
 pytestmark = NEEDS_BROWSER
 
@@ -22,8 +21,8 @@ def marian_url(hf_dirs, tmp_path_factory):
         yield url
 
 
-def test_every_view_renders_with_a_marian_model(browser, marian_url):
-    page = open_page(browser, f"{marian_url}/?sentence=A+man+is+riding+a+bike.")
+def test_every_view_renders_with_a_marian_model(pages, marian_url):
+    page = pages.open(f"{marian_url}/?sentence=A+man+is+riding+a+bike.")
     assert page.locator(TRANSLATION).inner_text().strip(), "a translation is shown"
     assert "Hugging Face model" in page.locator('[data-testid="stSidebar"]').inner_text()
     for view in VIEWS:
@@ -41,4 +40,3 @@ def test_every_view_renders_with_a_marian_model(browser, marian_url):
         assert "Something went wrong" not in main and "did not work" not in main, f"{view}: {main[:300]}"
         assert page.locator('[data-testid="stException"]').count() == 0, view
     assert page.problems == []
-    page.context.close()

@@ -4,7 +4,7 @@ every cell's piece inside its cell; a click on a cell opens that cell's top-k; a
 opens the link on the grid. Screenshots go to the test's temporary folder."""
 from __future__ import annotations
 
-from browser_utils import NEEDS_BROWSER, click_point, open_page, wait_charts_drawn, wait_for_text
+from browser_utils import NEEDS_BROWSER, click_point, wait_charts_drawn, wait_for_text
 from test_browser_room import CHART_LABELS, MIN_TICK_PX, PHONE, PROJECTOR, SENTENCES, overlapping_labels, view_link
 
 pytestmark = NEEDS_BROWSER
@@ -29,8 +29,8 @@ def cell_heading(page) -> str:
         has_text="read after").first.inner_text()
 
 
-def test_presenter_grid_is_legible_and_inside_a_projector_window(browser, app_url, tmp_path):
-    page = open_page(browser, view_link(app_url, VIEW, SENTENCES[18], present=1), viewport=PROJECTOR)
+def test_presenter_grid_is_legible_and_inside_a_projector_window(pages, app_url, tmp_path):
+    page = pages.open(view_link(app_url, VIEW, SENTENCES[18], present=1), viewport=PROJECTOR)
     wait_charts_drawn(page)
     wait_for_text(page, "decided by")                       # the one sentence above the grid
     page.screenshot(path=str(tmp_path / "lens-presenter-1280x720.png"))
@@ -54,11 +54,10 @@ def test_presenter_grid_is_legible_and_inside_a_projector_window(browser, app_ur
         assert cell["left"] >= lo - 1 and cell["right"] <= lo + grid["cellWidth"] + 1, cell
         assert cell["bottom"] - cell["top"] <= grid["cellHeight"] + 1, cell
     assert page.problems == []
-    page.context.close()
 
 
-def test_a_click_on_a_cell_opens_its_top_k(browser, app_url, tmp_path):
-    page = open_page(browser, view_link(app_url, VIEW, SENTENCES[10]), viewport=(1280, 900))
+def test_a_click_on_a_cell_opens_its_top_k(pages, app_url, tmp_path):
+    page = pages.open(view_link(app_url, VIEW, SENTENCES[10]), viewport=(1280, 900))
     wait_charts_drawn(page)
     before = cell_heading(page)
     steps = page.evaluate("() => document.querySelector('.js-plotly-plot')._fullData[0].z[0].length")
@@ -70,11 +69,10 @@ def test_a_click_on_a_cell_opens_its_top_k(browser, app_url, tmp_path):
     assert "step_no=3" in page.url and "lens_site=7" in page.url
     page.screenshot(path=str(tmp_path / "lens-clicked-1280x900.png"), full_page=True)
     assert page.problems == []
-    page.context.close()
 
 
-def test_a_phone_opens_the_link_on_the_grid(browser, app_url, tmp_path):
-    page = open_page(browser, view_link(app_url, VIEW, SENTENCES[10]), viewport=PHONE)   # as the room test
+def test_a_phone_opens_the_link_on_the_grid(pages, app_url, tmp_path):
+    page = pages.open(view_link(app_url, VIEW, SENTENCES[10]), viewport=PHONE)   # as the room test
     wait_charts_drawn(page)
     page.screenshot(path=str(tmp_path / "lens-phone-390x844.png"))
     box = page.locator('[data-testid="stPlotlyChart"]').first.bounding_box()
@@ -85,4 +83,3 @@ def test_a_phone_opens_the_link_on_the_grid(browser, app_url, tmp_path):
     assert page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot .heatmaplayer text, '
         + '.js-plotly-plot .hm text')).every(t => getComputedStyle(t).display === 'none')""")
     assert page.problems == []
-    page.context.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from browser_utils import NEEDS_BROWSER, click_point, open_page, wait_charts_drawn, wait_for_text
+from browser_utils import NEEDS_BROWSER, click_point, wait_charts_drawn, wait_for_text
 from test_app import MODELS
 from test_browser_room import CHART_LABELS, MIN_TICK_PX, PHONE, PROJECTOR, SENTENCES, overlapping_labels, view_link
 
@@ -74,19 +74,18 @@ def api_word_links(translator, text: str) -> list[tuple[int, int]]:
     return word_links_of(out.alignment, words.source, words.target)
 
 
-def test_the_alignment_links_on_the_page_are_the_api_links(browser, app_url, translator, tmp_path):
+def test_the_alignment_links_on_the_page_are_the_api_links(pages, app_url, translator, tmp_path):
     text = SENTENCES[10]
-    page = open_page(browser, view_link(app_url, VIEW, text), viewport=(1280, 900))
+    page = pages.open(view_link(app_url, VIEW, text), viewport=(1280, 900))
     wait_charts_drawn(page, 2)
     expected = api_word_links(translator, text)
     assert expected and svg_links(page) == expected
     page.screenshot(path=str(tmp_path / "roles-1280x900.png"), full_page=True)
     assert page.problems == []
-    page.context.close()
 
 
-def test_a_click_on_a_head_of_the_map_opens_it(browser, app_url, tmp_path):
-    page = open_page(browser, view_link(app_url, VIEW, SENTENCES[10], kind="cross", layer=2, head=3,
+def test_a_click_on_a_head_of_the_map_opens_it(pages, app_url, tmp_path):
+    page = pages.open(view_link(app_url, VIEW, SENTENCES[10], kind="cross", layer=2, head=3,
                                         gold="0-0 1-1 2-2 3-3 4p4 5-5 9-6"), viewport=(1280, 900))
     wait_charts_drawn(page, 3)
     wait_for_text(page, "Against your gold")
@@ -98,12 +97,11 @@ def test_a_click_on_a_head_of_the_map_opens_it(browser, app_url, tmp_path):
     assert "layer=1" in page.url and "head=7" in page.url and "kind=cross" in page.url
     page.screenshot(path=str(tmp_path / "roles-clicked-1280x900.png"), full_page=True)
     assert page.problems == []
-    page.context.close()
 
 
-def test_presenter_alignment_is_legible_and_inside_a_projector_window(browser, app_url, translator, tmp_path):
+def test_presenter_alignment_is_legible_and_inside_a_projector_window(pages, app_url, translator, tmp_path):
     text = SENTENCES[18]
-    page = open_page(browser, view_link(app_url, VIEW, text, present=1), viewport=PROJECTOR)
+    page = pages.open(view_link(app_url, VIEW, text, present=1), viewport=PROJECTOR)
     wait_charts_drawn(page)
     page.screenshot(path=str(tmp_path / "roles-presenter-1280x720.png"))
     charts = page.evaluate(LABELS)
@@ -121,11 +119,10 @@ def test_presenter_alignment_is_legible_and_inside_a_projector_window(browser, a
     assert len(drawn["top"]) >= 18
     assert svg_links(page) == api_word_links(translator, text)
     assert page.problems == []
-    page.context.close()
 
 
-def test_a_phone_opens_the_link_on_the_alignment(browser, app_url, tmp_path):
-    page = open_page(browser, view_link(app_url, VIEW, SENTENCES[18]), viewport=PHONE)
+def test_a_phone_opens_the_link_on_the_alignment(pages, app_url, tmp_path):
+    page = pages.open(view_link(app_url, VIEW, SENTENCES[18]), viewport=PHONE)
     wait_charts_drawn(page)
     page.screenshot(path=str(tmp_path / "roles-phone-390x844.png"))
     box = page.locator('[data-testid="stPlotlyChart"]').first.bounding_box()
@@ -142,4 +139,3 @@ def test_a_phone_opens_the_link_on_the_alignment(browser, app_url, tmp_path):
     page.locator('.st-key-roles_maps').scroll_into_view_if_needed()
     page.screenshot(path=str(tmp_path / "roles-phone-maps-390x844.png"))
     assert page.problems == []
-    page.context.close()

@@ -11,8 +11,7 @@ from urllib.parse import quote, urlencode
 import pytest
 
 from atlas_ui.views import VIEWS
-from browser_utils import (GROWN_MARGINS, NEEDS_BROWSER, chart_share, load, new_page, open_page, script_run,
-                           wait_charts_drawn, wait_for_text)
+from browser_utils import GROWN_MARGINS, NEEDS_BROWSER, chart_share, script_run, wait_charts_drawn, wait_for_text
 
 pytestmark = NEEDS_BROWSER
 PROJECTOR, PHONE = (1280, 720), (390, 844)
@@ -22,22 +21,6 @@ SENTENCES = {10: "A little girl climbs the stairs to the red house.",
 LINK_PARAMS = {"Decoding steps": {"step": 3}, "Beam": {"beam": 4},
                "Ablation": {"ablate": "cross:2:0,cross:2:1,cross:2:2,cross:2:3"}}
 MIN_TICK_PX = 12
-
-
-@pytest.fixture(scope="module")
-def projector_page(browser):
-    """One page at 1280x720 for every view's presenter link: each link is a new document and a new
-    session, and the page keeps its renderer (browser_utils.load)."""
-    page = new_page(browser, PROJECTOR)
-    yield page
-    page.context.close()
-
-
-@pytest.fixture(scope="module")
-def phone_page(browser):
-    page = new_page(browser, PHONE, phone=True)
-    yield page
-    page.context.close()
 
 
 def view_link(base: str, view: str, sentence: str, **extra) -> str:
@@ -108,12 +91,11 @@ def test_the_overlap_check_sees_overlap_and_tilted_neighbours_apart():
 
 @pytest.mark.parametrize("words", sorted(SENTENCES))
 @pytest.mark.parametrize("view", list(VIEWS))
-def test_presenter_charts_are_legible_on_a_projector(projector_page, app_url, view, words):
+def test_presenter_charts_are_legible_on_a_projector(pages, app_url, view, words):
     """Presenter mode at 1280x720: no sidebar, the main chart fills at least 60% of the window's
     height, every chart is drawn in one pass in presenter type (browser_utils.GROWN_MARGINS), and its
     text labels are legible (below)."""
-    page = projector_page
-    load(page, view_link(app_url, view, SENTENCES[words], present=1))
+    page = pages.open(view_link(app_url, view, SENTENCES[words], present=1), viewport=PROJECTOR)
     wait_charts_drawn(page)
     share = chart_share(page)
     assert share >= 0.60, f"{view}, {words} words: the main chart fills {share:.0%} of a 1280x720 window"
@@ -134,8 +116,8 @@ def test_presenter_charts_are_legible_on_a_projector(projector_page, app_url, vi
     assert page.problems == []
 
 
-def test_the_first_screen_holds_the_default_heatmap_with_both_axes_under_a_page_title(browser, app_url):
-    page = open_page(browser, app_url, viewport=PROJECTOR)         # the default view, as a newcomer opens it
+def test_the_first_screen_holds_the_default_heatmap_with_both_axes_under_a_page_title(pages, app_url):
+    page = pages.open(app_url, viewport=PROJECTOR)         # the default view, as a newcomer opens it
     wait_charts_drawn(page)
     width, height = PROJECTOR
     # every view's name on one line: a second line of the picker pushes the chart below the window
@@ -156,7 +138,6 @@ def test_the_first_screen_holds_the_default_heatmap_with_both_axes_under_a_page_
     assert box["height"] < 50 and box["y"] + box["height"] <= top
     assert not page.locator('[data-testid="stSidebar"]').first.is_visible()
     assert page.problems == []
-    page.context.close()
 
 
 # buttons whose words do not fit: the label's text runs wider than the room it is drawn in
@@ -167,8 +148,8 @@ CUT_BUTTONS = """(scope) => Array.from(document.querySelectorAll(scope + ' butto
     .map(([text]) => text)"""
 
 
-def test_the_presenter_bar_keeps_its_buttons_words_and_shows_the_share_link(browser, app_url):
-    page = open_page(browser, view_link(app_url, "Heatmap", SENTENCES[10], present=1), viewport=PROJECTOR)
+def test_the_presenter_bar_keeps_its_buttons_words_and_shows_the_share_link(pages, app_url):
+    page = pages.open(view_link(app_url, "Heatmap", SENTENCES[10], present=1), viewport=PROJECTOR)
     wait_charts_drawn(page)
     with script_run(page, runs=0):                    # opening the popover draws what it holds already
         page.get_by_role("button", name="Sentence and decoding").click()
@@ -185,11 +166,10 @@ def test_the_presenter_bar_keeps_its_buttons_words_and_shows_the_share_link(brow
     assert "view=Heatmap" in href and "present=" not in href
     assert page.locator(f'{popover} [data-testid="stImage"]').first.is_visible()
     assert page.problems == []
-    page.context.close()
 
 
-def test_the_input_row_keeps_its_buttons_words_with_the_sidebar_open(browser, app_url):
-    page = open_page(browser, view_link(app_url, "Heatmap", SENTENCES[10]), viewport=PROJECTOR)
+def test_the_input_row_keeps_its_buttons_words_with_the_sidebar_open(pages, app_url):
+    page = pages.open(view_link(app_url, "Heatmap", SENTENCES[10]), viewport=PROJECTOR)
     wait_charts_drawn(page)
     page.locator('[data-testid="stExpandSidebarButton"]').click()
     # open, and the main area moved over beside it (the buttons are measured in the narrower row)
@@ -199,18 +179,16 @@ def test_the_input_row_keeps_its_buttons_words_with_the_sidebar_open(browser, ap
                                              && m.getBoundingClientRect().left >= s.getBoundingClientRect().right; }""")
     assert page.evaluate(CUT_BUTTONS, '[data-testid="stMain"]') == []
     assert page.problems == []
-    page.context.close()
 
 
 @pytest.mark.parametrize("view", list(VIEWS))
-def test_every_view_is_legible_on_a_phone(phone_page, app_url, view):
+def test_every_view_is_legible_on_a_phone(pages, app_url, view):
     """A phone's browser (390x844, a phone's User-Agent) gets each chart refit for its width
     (viz.phone_figure): with an 18-word sentence no text label of any chart runs into another, none
     reaches past the screen's edges (titles ran off the right) or its chart's top and bottom, tick
     labels are at least 9 px, and no colour bar takes a quarter of the width. The share link opens
     on its chart, and the view's controls come after it."""
-    page = phone_page
-    load(page, view_link(app_url, view, SENTENCES[18]))
+    page = pages.open(view_link(app_url, view, SENTENCES[18]), viewport=PHONE, phone=True)
     wait_charts_drawn(page)
     chart_top = page.evaluate("""() => Math.min(...Array.from(
         document.querySelectorAll('[data-testid="stPlotlyChart"]')).map(c => c.getBoundingClientRect().top))""")
@@ -238,14 +216,13 @@ def test_every_view_is_legible_on_a_phone(phone_page, app_url, view):
 
 
 @pytest.mark.parametrize("view", ["Heatmap", "Decoding steps"])
-def test_a_narrow_desktop_window_thins_its_tick_labels(browser, app_url, view):
+def test_a_narrow_desktop_window_thins_its_tick_labels(pages, app_url, view):
     """A desktop browser's window narrowed to a phone's width (no phone User-Agent: its charts are
     built for 1280 px) keeps at most every k-th x label (main.phone_tick_css)."""
-    page = open_page(browser, view_link(app_url, view, SENTENCES[18]), viewport=PHONE)
+    page = pages.open(view_link(app_url, view, SENTENCES[18]), viewport=PHONE)
     wait_charts_drawn(page)
     for chart in page.evaluate(CHART_LABELS):
         ticks = [label for label in chart["labels"] if label["tick"]]
         assert overlapping_labels(ticks) == [], f"{view}, {chart['title'][:50]!r}"
     assert page.locator('[data-testid="stPlotlyChart"] .colorbar').count() > 0     # built for a desktop
     assert page.problems == []
-    page.context.close()

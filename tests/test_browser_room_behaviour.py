@@ -7,22 +7,22 @@ from urllib.parse import urlencode
 
 import pytest
 
-from browser_utils import NEEDS_BROWSER, click_point, open_page, script_run, wait_charts_drawn, wait_for_text
+from browser_utils import NEEDS_BROWSER, click_point, script_run, wait_charts_drawn, wait_for_text
 
 pytestmark = NEEDS_BROWSER
 SENTENCE = "Two dogs play in the snow."
 WINDOW = (1280, 720)
 
 
-def opened(browser, app_url: str, charts: int, **params):
-    page = open_page(browser, f"{app_url}/?" + urlencode({"model": "en-de", "sentence": SENTENCE, **params}),
+def opened(pages, app_url: str, charts: int, **params):
+    page = pages.open(f"{app_url}/?" + urlencode({"model": "en-de", "sentence": SENTENCE, **params}),
                      viewport=WINDOW)
     wait_charts_drawn(page, charts)
     return page
 
 
-def test_every_what_if_candidate_is_on_screen_and_the_last_one_branches(browser, app_url):
-    page = opened(browser, app_url, 3, view="Decoding steps", step_no=2)
+def test_every_what_if_candidate_is_on_screen_and_the_last_one_branches(pages, app_url):
+    page = opened(pages, app_url, 3, view="Decoding steps", step_no=2)
     pills = page.evaluate("""() => {
         const group = document.querySelector('.st-key-step_branch_pick');
         const box = group.getBoundingClientRect();
@@ -41,7 +41,6 @@ def test_every_what_if_candidate_is_on_screen_and_the_last_one_branches(browser,
     wait_for_text(page, "What if step 2 had been")
     assert pills["pills"][-1]["text"] in page.locator(".aa-branch-title").inner_text()
     assert page.problems == []
-    page.context.close()
 
 
 def in_view(page, key: str) -> None:
@@ -59,8 +58,8 @@ def panel_box(page, key: str) -> dict:
 
 @pytest.mark.parametrize("view, chart_key, layer", [("Overview", "overview_cross", 1),
                                                     ("Layer grid", "grid_cross_2", 2)])
-def test_a_tile_click_brings_the_opened_head_into_view(browser, app_url, view, chart_key, layer):
-    page = opened(browser, app_url, 2, view=view, kind="cross", layer=2, head=3)
+def test_a_tile_click_brings_the_opened_head_into_view(pages, app_url, view, chart_key, layer):
+    page = opened(pages, app_url, 2, view=view, kind="cross", layer=2, head=3)
     custom = page.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0]
                                     ._fullData[1].customdata, point => Array.from(point).map(Number))""")
     marker = next(i for i, point in enumerate(custom) if point[:2] == [layer, 1])
@@ -78,11 +77,10 @@ def test_a_tile_click_brings_the_opened_head_into_view(browser, app_url, view, c
     click_point(page, 0, 1, next(i for i, point in enumerate(custom) if point[:2] == [layer, 0]))
     in_view(page, chart_key)
     assert page.problems == []
-    page.context.close()
 
 
-def test_after_a_click_on_a_beam_node_the_other_nodes_stay_readable(browser, app_url):
-    page = opened(browser, app_url, 2, view="Beam", beam=4)
+def test_after_a_click_on_a_beam_node_the_other_nodes_stay_readable(pages, app_url):
+    page = opened(pages, app_url, 2, view="Beam", beam=4)
     nodes = page.evaluate("""() => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0]
                                    ._fullData[2].customdata.length""")
     click_point(page, 0, 2, nodes - 1)             # the last hypothesis of the last step
@@ -100,4 +98,3 @@ def test_after_a_click_on_a_beam_node_the_other_nodes_stay_readable(browser, app
     dim = [fill for value, fill in faded["labels"] if value < 0.5 or fill in ("rgb(255, 255, 255)",)]
     assert not dim and len(faded["labels"]) == nodes, faded
     assert page.problems == []
-    page.context.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, quote, urlencode, urlparse
 
-from browser_utils import NEEDS_BROWSER, SHARE_LINK, chart_share, open_page, script_run, wait_charts_drawn
+from browser_utils import NEEDS_BROWSER, SHARE_LINK, chart_share, script_run, wait_charts_drawn
 
 pytestmark = NEEDS_BROWSER
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."
@@ -25,9 +25,9 @@ def swap_map(page) -> dict | None:
     }}""")
 
 
-def test_a_swap_draws_both_translations(browser, app_url, screenshots):
+def test_a_swap_draws_both_translations(pages, app_url, screenshots):
     url = f"{app_url}/?{urlencode(dict(view='Compare', sentence=SENTENCE), quote_via=quote)}"
-    page = open_page(browser, url, viewport=(1280, 720))
+    page = pages.open(url, viewport=(1280, 720))
     wait_charts_drawn(page, 2)
     assert chart_share(page) >= 0.40                            # the map first, as a fresh link opens
     word = page.locator(".st-key-compare_word button").filter(has_text="red")
@@ -48,4 +48,3 @@ def test_a_swap_draws_both_translations(browser, app_url, screenshots):
     assert share["edited"] == [edited] and share["view"] == ["Compare"]
     page.screenshot(path=str(screenshots / "compare-swap.png"), full_page=True)
     assert page.problems == []
-    page.context.close()
