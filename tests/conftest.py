@@ -3,6 +3,8 @@ so the model-core tests need neither the shipped models nor the Multi30k data.""
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import json
 import os
 import random
 import shutil
@@ -18,10 +20,19 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-torch.set_num_threads(int(os.environ.get("ATLAS_TEST_THREADS", "2")))
+# pytest-xdist workers share the machine's cores (pytest.ini): one torch thread each on two cores,
+# where two threads a worker would spin against each other
+WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+torch.set_num_threads(int(os.environ.get("ATLAS_TEST_THREADS", str(max(1, 2 // WORKERS)))))
 
 WORDS = ["red", "blue", "green", "dog", "cat", "man", "runs", "sits", "big", "small",
          "tree", "ball", "river", "girl", "jumps", "old"]
+
+
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto` (pytest.ini): one worker a core, at most four. Each worker has its own app servers,
+    Chromium and models; more than four would mostly add their start-up."""
+    return max(1, min(4, len(os.sched_getaffinity(0))))
 
 
 # ---- markers: `-m "not browser and not hf and not slow"` runs the fast tests ----------------------
@@ -133,9 +144,21 @@ def train_tiny(norm_first: bool = True, steps: int = 450, seed: int = 0, tie: bo
 
 
 @pytest.fixture(scope="session")
-def tiny():
-    translator, losses = train_tiny()
-    translator.train_losses = losses
+def tiny(tmp_path_factory):
+    """The tiny reverse model (train_tiny), trained once a run: the first pytest-xdist worker to
+    need it trains it and writes it in float32, every worker loads those files (an exact round trip)."""
+    from transformer import Translator
+    from transformer.checkpoint import save_model_dir
+    root = run_folder(tmp_path_factory)
+    folder, losses_file = root / "tiny-reverse", root / "tiny-reverse-losses.json"
+    with file_lock(root / "tiny-reverse.lock"):
+        if not losses_file.exists():
+            trained, losses = train_tiny()
+            save_model_dir(folder, trained.model, trained.tokenizer, card={"name": "tiny reverse"},
+                           dtype=torch.float32)
+            losses_file.write_text(json.dumps(losses))
+    translator = Translator.load(folder, device="cpu")
+    translator.train_losses = json.loads(losses_file.read_text())
     return translator
 
 
@@ -166,16 +189,37 @@ def _stamp(folder: Path) -> dict[str, tuple[int, int]]:
             for f in sorted(folder.rglob("*")) if f.is_file()}
 
 
+def run_folder(tmp_path_factory) -> Path:
+    """A temporary folder for this whole test run: under pytest-xdist the workers' shared parent of
+    their own base folders (unique to the run), else the run's base folder."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@contextlib.contextmanager
+def file_lock(path: Path):
+    """One process at a time in the block (the pytest-xdist workers of one run)."""
+    with open(path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class TinyModels(Mapping):
     """The tiny Hugging Face model directories of tests/hf_tiny.py by family name, each built on its
-    first use and shared by the whole session. They are read-only: a test that changes a model's files
-    works on `copy(name, dest)`, and each module loads its own Translators (`load(name)`, a fraction of
-    a second), so that what one test does to a model never depends on the order tests run in.
-    `changed()` names any directory whose files differ from what was built; every test checks it."""
+    first use and shared by the whole run: by every pytest-xdist worker too (the first to need a
+    family builds it, the others wait for it and read the same files). They are read-only: a test
+    that changes a model's files works on `copy(name, dest)`, and each module loads its own
+    Translators (`load(name)`, a fraction of a second), so that what one test does to a model never
+    depends on the order tests run in. `changed()` names any directory whose files differ from what
+    was built; every test checks it."""
 
-    def __init__(self, tmp_path_factory, log: list | None = None):
+    def __init__(self, root: Path, log: list | None = None):
+        """root: where the families are built (run_folder for the suite's models)."""
         import hf_tiny
-        self._factory, self._hf_tiny, self._log = tmp_path_factory, hf_tiny, log
+        self._root, self._hf_tiny, self._log = Path(root), hf_tiny, log
         self._built: dict[str, Path] = {}
         self._stamps: dict[str, dict] = {}
 
@@ -183,10 +227,19 @@ class TinyModels(Mapping):
         if name not in self._built:
             if name not in self._hf_tiny.BUILDERS:
                 raise KeyError(name)
-            started = time.perf_counter()
-            folder = self._hf_tiny.build(name, self._factory.mktemp(f"hf-{name}"))
-            if self._log is not None:
-                self._log.append((name, time.perf_counter() - started))
+            root = self._root
+            built = root / f"hf-{name}.json"          # where the family's model is, once it is built
+            with file_lock(root / f"hf-{name}.lock"):     # the other pytest-xdist workers wait for it
+                if built.exists():
+                    folder = Path(json.loads(built.read_text())["folder"])
+                else:
+                    started = time.perf_counter()
+                    (root / f"hf-{name}").mkdir()
+                    folder = self._hf_tiny.build(name, root / f"hf-{name}")
+                    seconds = time.perf_counter() - started
+                    built.write_text(json.dumps({"folder": str(folder), "seconds": seconds}))
+                    if self._log is not None:
+                        self._log.append((name, seconds))
             self._built[name], self._stamps[name] = folder, _stamp(folder)
         return self._built[name]
 
@@ -215,16 +268,27 @@ class TinyModels(Mapping):
 
 
 _TINY_MODELS: list[TinyModels] = []
-TINY_BUILDS: list[tuple[str, float]] = []          # (family, seconds) of every build this session
+TINY_BUILDS: list[tuple[str, float]] = []          # (family, seconds) of every build this run
 
 
 @pytest.fixture(scope="session")
 def hf_dirs(tmp_path_factory) -> TinyModels:
-    """{family: tiny model directory}, one build per family per session (see TinyModels)."""
-    models = TinyModels(tmp_path_factory, log=TINY_BUILDS)
+    """{family: tiny model directory}, one build per family per run (see TinyModels)."""
+    models = TinyModels(run_folder(tmp_path_factory), log=TINY_BUILDS)
     _TINY_MODELS.append(models)
     yield models
     _TINY_MODELS.remove(models)
+
+
+def pytest_sessionfinish(session):
+    output = getattr(session.config, "workeroutput", None)
+    if output is not None:                       # a pytest-xdist worker: its builds go to the controller
+        output["tiny_builds"] = json.dumps(TINY_BUILDS)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):
+    TINY_BUILDS.extend(tuple(build) for build in json.loads(getattr(node, "workeroutput", {}).get("tiny_builds", "[]")))
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -23,8 +23,8 @@ def stand_in(monkeypatch):
     return calls
 
 
-def test_each_family_is_built_once_on_first_use(stand_in, tmp_path_factory):
-    models = TinyModels(tmp_path_factory)
+def test_each_family_is_built_once_on_first_use(stand_in, tmp_path):
+    models = TinyModels(tmp_path)
     assert stand_in == [] and list(models) == list(hf_tiny.BUILDERS) and len(models) == 6
     first = models["marian"]
     assert models["marian"] == first and models["t5"] != first
@@ -34,8 +34,16 @@ def test_each_family_is_built_once_on_first_use(stand_in, tmp_path_factory):
     assert models.languages("nllb") == ("eng_Latn", "deu_Latn") and models.languages("bart") == (None, None)
 
 
-def test_a_copy_is_free_to_change_and_a_changed_original_is_caught(stand_in, tmp_path_factory, tmp_path):
-    models = TinyModels(tmp_path_factory)
+def test_another_worker_reads_the_family_the_first_one_built(stand_in, tmp_path):
+    """Two TinyModels over one run folder, as two pytest-xdist workers have: the second reads what
+    the first built and builds nothing."""
+    first, second = TinyModels(tmp_path), TinyModels(tmp_path)
+    assert second["nllb"] == first["nllb"] and stand_in == ["nllb"]
+
+
+def test_a_copy_is_free_to_change_and_a_changed_original_is_caught(stand_in, tmp_path):
+    models = TinyModels(tmp_path / "run")
+    (tmp_path / "run").mkdir()
     copy = models.copy("t5", tmp_path / "t5")
     (copy / "config.json").write_text('{"model_type": "t5", "changed": true}')
     (copy / "extra.json").write_text("{}")
