@@ -192,16 +192,9 @@ PHONE_AGENT = ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHT
                "Chrome/131.0.0.0 Mobile Safari/537.36")
 
 
-def open_page(browser, url: str, viewport=(1440, 1100), phone: bool = False):
-    """A fresh page on `url`, returned once its first script run has ended; console and page
-    errors collect in page.problems. `phone`: a phone's browser (its User-Agent and touch)."""
-    page = new_page(browser, viewport, phone)
-    load(page, url)
-    return page
-
-
 def new_page(browser, viewport=(1440, 1100), phone: bool = False):
-    """A blank page in a context of its own, with the run tracker; see open_page."""
+    """A blank page in a context of its own, with the run tracker; console and page errors collect
+    in page.problems. `phone`: a phone's browser (its User-Agent and touch). Open a link with load."""
     context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True,
                                   **(dict(user_agent=PHONE_AGENT, has_touch=True) if phone else {}))
     context.add_init_script(run_tracker_js())
@@ -229,7 +222,7 @@ class Pages:
     new document and a new Streamlit session on a page that keeps its renderer (load), 1.1 s a link
     against 2.4 s for a fresh context, and starts as a fresh context would: no storage, no cookies.
     A test that needs a context of its own (several sessions at once, its own settings) uses
-    open_page."""
+    new_page and load."""
 
     def __init__(self, browser):
         self._browser, self._pages = browser, {}
