@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from ..capture import KINDS, no_capture
-from ..explain.alti import alti_contributions, linearise_norm, run
+from ..explain.alti import block_contributions, block_parts, run
 from ..explain.model_view import model_view
 from ..forced import Row, plan_chunks
 
@@ -53,29 +53,10 @@ class _Collector:
         self.weights[a.kind].append(w.float())                                        # (B, H, Tq, Tk)
         if not self.decompose:
             return
-        B, H, Tk, dh = v.shape
-        Tq, D = x.shape[1], x.shape[-1]
-        fv = torch.einsum("bhkd,ehd->bhke", v, a.out.weight.view(D, H, dh))            # (B, H, Tk, D) f_h(x_j)
-        if gate is not None:
-            fv = fv * gate.to(fv.dtype).view(1, -1, 1, 1)
-        moved = torch.einsum("bhij,bhjd->bijd", w, fv)                                 # (B, Tq, Tk, D)
-        rows = torch.arange(Tq, device=x.device)
+        _, moved, parts, bias, own = block_parts(a, x, z, w, v, gate, self.norm_first)
         if a.kind == "cross":
             self.norm_layer.append(moved.norm(dim=-1).float())                         # (B, Tq, Tk)
-            parts = torch.cat([moved, x[:, :, None, :]], dim=2)                        # (B, Tq, S + 1, D)
-            own = torch.full((B * Tq,), Tk, device=x.device)
-        else:
-            parts = moved.clone()
-            parts[:, rows, rows] += x                                                  # the residual is token i's own
-            own = rows.repeat(B)
-        bias = a.out.bias if a.out.bias is not None else torch.zeros(D, dtype=x.dtype, device=x.device)
-        bias = bias.expand(B * Tq, D)
-        parts = parts.reshape(B * Tq, parts.shape[2], D)
-        if not self.norm_first:
-            parts, bias = linearise_norm(a.norm, z.reshape(B * Tq, D), parts, bias)
-        resultant = parts.sum(1) + bias                                                # (B·Tq, D)
-        c = alti_contributions(parts, resultant, own)                                  # (B·Tq, Tk')
-        self.contributions.append((a.kind, c.view(B, Tq, -1).float()))
+        self.contributions.append((a.kind, block_contributions(parts, bias, own).float()))   # (B, Tq, K)
 
 
 def _rollout(contributions: list, B: int, S: int, T: int) -> torch.Tensor:

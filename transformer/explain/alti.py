@@ -149,6 +149,48 @@ def linearise_norm(norm, z, parts, bias):
     return gamma * parts / rms[:, None], gamma * bias / rms
 
 
+def block_parts(a: Attention, x, z, weights, v, gate, norm_first: bool):
+    """One attention block's output y_i as a sum over its inputs, batched (B, the sentences of a
+    pass): x, z (B, Tq, D) the block's residual input and the sum its post-LN norm normalised,
+    weights (B, H, Tq, Tk), v (B, H, Tk, dh). Returns
+      fv (B, H, Tk, D)      f_h(x_j), each head's output projection of key j's value, gated;
+      moved (B, Tq, Tk, D)  Σ_h α_hij f_h(x_j) (Kobayashi et al. 2020);
+      parts (B, Tq, K, D)   T_i(x_j) (ALTI+): a cross block's residual as one more part (K = Tk + 1),
+                            a self block's added to token i's own (K = Tk), through a post-LN norm
+                            made linear (linearise_norm);
+      bias (B, Tq, D), own (B, Tq): each row's own/residual part.
+    The one decomposition behind decompose (one sentence) and analysis/corpus_pass (a batch)."""
+    B, H, Tk, dh = v.shape
+    Tq, D = x.shape[1], x.shape[-1]
+    fv = torch.einsum("bhkd,ehd->bhke", v, a.out.weight.view(D, H, dh))                # (B, H, Tk, D)
+    if gate is not None:
+        fv = fv * gate.to(fv.dtype).view(1, -1, 1, 1)
+    moved = torch.einsum("bhij,bhjd->bijd", weights, fv)                                # (B, Tq, Tk, D)
+    rows = torch.arange(Tq, device=x.device)
+    if a.kind == "cross":
+        parts = torch.cat([moved, x[:, :, None, :]], dim=2)                             # (B, Tq, S + 1, D)
+        own = torch.full((B, Tq), Tk, device=x.device)
+    else:
+        parts = moved.clone()
+        parts[:, rows, rows] += x                                                       # the residual is token i's own
+        own = rows.expand(B, Tq)
+    bias = a.out.bias if a.out.bias is not None else torch.zeros(D, dtype=x.dtype, device=x.device)
+    bias = bias.expand(B, Tq, D)
+    if not norm_first:                              # norm(Σ_j t_j + b), linear given z_i's scale
+        flat, flat_bias = linearise_norm(a.norm, z.reshape(B * Tq, D), parts.reshape(B * Tq, -1, D),
+                                         bias.reshape(B * Tq, D))
+        parts, bias = flat.view(B, Tq, -1, D), flat_bias.view(B, Tq, D)
+    return fv, moved, parts, bias, own
+
+
+def block_contributions(parts, bias, own) -> torch.Tensor:
+    """ALTI+ contributions (B, Tq, K) of block_parts' parts to their resultant, y_i = Σ_j T_i(x_j) + b."""
+    B, Tq, K, D = parts.shape
+    flat = parts.reshape(B * Tq, K, D)
+    resultant = flat.sum(1) + bias.reshape(B * Tq, D)                                   # (B·Tq, D) = y_i
+    return alti_contributions(flat, resultant, own.reshape(-1)).view(B, Tq, K)
+
+
 class _Collector:
     """on_block callback: decomposes each block of one sentence (B = 1) as the forward passes."""
 
@@ -161,32 +203,13 @@ class _Collector:
 
     @torch.no_grad()
     def __call__(self, a: Attention, x, z, y, weights, v, gate):
-        x, z, y, w, v = (t[0].detach() for t in (x, z, y, weights, v))                 # drop B
-        H, Tk, dh = v.shape
-        D = x.shape[-1]
-        fv = torch.einsum("hkd,ehd->hke", v, a.out.weight.view(D, H, dh))             # (H, Tk, D) f_h(x_j)
-        if gate is not None:
-            fv = fv * gate.to(fv.dtype).view(-1, 1, 1)
-        self.norms[a.kind].append(w * fv.norm(dim=-1)[:, None, :])                    # (H, Tq, Tk)
-        moved = torch.einsum("hij,hjd->ijd", w, fv)                                   # (Tq, Tk, D)
-        self.layer_norms[a.kind].append(moved.norm(dim=-1))                           # (Tq, Tk)
-        Tq = moved.shape[0]
-        rows = torch.arange(Tq, device=x.device)
-        if a.kind == "cross":
-            parts = torch.cat([moved, x[:, None, :]], dim=1)                          # (Tq, S + 1, D)
-            own = torch.full_like(rows, Tk)
-        else:
-            parts = moved.clone()
-            parts[rows, rows] += x                                                    # the residual is token i's own
-            own = rows
-        bias = a.out.bias if a.out.bias is not None else torch.zeros(D, dtype=x.dtype, device=x.device)
-        bias = bias.expand(Tq, D)
-        if not self.view.norm_first:                  # norm(Σ_j t_j + b), linear given z_i's scale
-            parts, bias = linearise_norm(a.norm, z, parts, bias)
-        resultant = parts.sum(1) + bias                                               # (Tq, D) = y_i
-        self.contributions.append((a.kind, alti_contributions(parts, resultant, own)))
+        x, z, y, weights, v = (t.detach() for t in (x, z, y, weights, v))
+        fv, moved, parts, bias, own = block_parts(a, x, z, weights, v, gate, self.view.norm_first)
+        self.norms[a.kind].append(weights[0] * fv[0].norm(dim=-1)[:, None, :])          # (H, Tq, Tk)
+        self.layer_norms[a.kind].append(moved[0].norm(dim=-1))                          # (Tq, Tk)
+        self.contributions.append((a.kind, block_contributions(parts, bias, own)[0]))   # (Tq, K)
         if self.keep_blocks:
-            self.blocks.append(BlockParts(a.kind, a.layer, moved, parts, bias, y))
+            self.blocks.append(BlockParts(a.kind, a.layer, moved[0], parts[0], bias[0], y[0]))
 
 
 def decompose(view: ModelView, source, fed, gates=None, keep_blocks: bool = False,
