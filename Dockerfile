@@ -16,10 +16,10 @@ WORKDIR /app
 
 # Dependencies first (a layer that only changes with requirements.txt). torch comes from the CPU
 # index alone (no multi-GB CUDA wheels), at requirements.txt's pin; then the runtime requirements
-# (pytest and playwright are for the tests only).
+# (pytest, pytest-xdist and playwright are for the tests only).
 COPY requirements.txt ./
 RUN pip install --index-url https://download.pytorch.org/whl/cpu torch==2.13.0 \
- && grep -vE '^(pytest|playwright)([<>=!~ ]|$)' requirements.txt > /tmp/requirements-runtime.txt \
+ && grep -vE '^(pytest|pytest-xdist|playwright)([<>=!~ ]|$)' requirements.txt > /tmp/requirements-runtime.txt \
  && pip install --extra-index-url https://download.pytorch.org/whl/cpu -r /tmp/requirements-runtime.txt \
  && python -c "import torch; assert not torch.version.cuda, torch.version.cuda"
 

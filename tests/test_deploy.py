@@ -81,6 +81,22 @@ def copies() -> list[tuple[list[str], str]]:
     return found
 
 
+TEST_ONLY = {"pytest", "pytest-xdist", "playwright"}        # requirements.txt's packages for the tests alone
+
+
+def test_the_image_installs_every_requirement_but_the_tests_own():
+    """The Dockerfile drops the test-only lines of requirements.txt with a grep pattern; a new test
+    package (pytest-xdist) must be dropped too, and nothing the app needs."""
+    command = next(args for args in arguments("RUN") if "grep -vE" in args)
+    pattern = re.search(r"grep -vE '([^']+)' requirements\.txt", command).group(1)
+    names = {}
+    for line in (ROOT / "requirements.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            names[re.match(r"[A-Za-z0-9_.\-]+", line).group(0)] = line
+    dropped = {name for name, line in names.items() if re.search(pattern, line)}
+    assert dropped == TEST_ONLY & set(names) and {"pytest", "pytest-xdist"} <= dropped, dropped
+
+
 def test_base_image_is_python_311_slim():
     assert arguments("FROM") == ["python:3.11-slim"]
 
