@@ -206,13 +206,16 @@ def new_page(browser, viewport=(1440, 1100), phone: bool = False):
     return page
 
 
-def load(page, url: str) -> None:
+def load(page, url: str, viewport=None) -> None:
     """Open `url` in `page` (a new document, so a new Streamlit session and a new run tracker) and
-    wait for its first script run; page.problems starts empty. Tests that open many links at one
-    viewport reuse one page: a page keeps its renderer, 1.1 s a link against 2.4 s for a fresh page
-    (six presenter links, a warm server, runs of 2026-11-27)."""
+    wait for its first script run; page.problems starts empty. `viewport`: the window's size for
+    this link, set while the page is empty (nothing of the last link redraws). Reusing a page keeps
+    its renderer: 1.1 s a link against 2.4 s for a fresh page (six presenter links, a warm server,
+    runs of 2026-11-27; Pages)."""
     page.goto("about:blank")         # the last document unloads here, so nothing it logs on the way out
     page.problems.clear()            # counts against this link; and the run count starts from 0 again
+    if viewport is not None:
+        page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
     with script_run(page):
         page.goto(url, wait_until="domcontentloaded")
 
@@ -239,9 +242,7 @@ class Pages:
             # sidebar's state and the theme in localStorage, per origin) and cookies
             page.evaluate("() => { try { localStorage.clear(); sessionStorage.clear(); } catch (e) {} }")
             page.context.clear_cookies()
-            page.goto("about:blank")          # resize an empty page: nothing of the last link redraws
-            page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
-        load(page, url)
+        load(page, url, viewport)
         return page
 
     def close(self) -> None:

@@ -227,19 +227,17 @@ class TinyModels(Mapping):
         if name not in self._built:
             if name not in self._hf_tiny.BUILDERS:
                 raise KeyError(name)
-            root = self._root
-            built = root / f"hf-{name}.json"          # where the family's model is, once it is built
-            with file_lock(root / f"hf-{name}.lock"):     # the other pytest-xdist workers wait for it
+            built = self._root / f"hf-{name}.path"        # the family's model folder, once it is built
+            with file_lock(self._root / f"hf-{name}.lock"):    # the other pytest-xdist workers wait for it
                 if built.exists():
-                    folder = Path(json.loads(built.read_text())["folder"])
+                    folder = Path(built.read_text())
                 else:
                     started = time.perf_counter()
-                    (root / f"hf-{name}").mkdir()
-                    folder = self._hf_tiny.build(name, root / f"hf-{name}")
-                    seconds = time.perf_counter() - started
-                    built.write_text(json.dumps({"folder": str(folder), "seconds": seconds}))
+                    (self._root / f"hf-{name}").mkdir()
+                    folder = self._hf_tiny.build(name, self._root / f"hf-{name}")
+                    built.write_text(str(folder))
                     if self._log is not None:
-                        self._log.append((name, seconds))
+                        self._log.append((name, time.perf_counter() - started))
             self._built[name], self._stamps[name] = folder, _stamp(folder)
         return self._built[name]
 
