@@ -171,7 +171,13 @@ def test_insertions_put_back_the_likeliest_whole_piece_of_a_missing_words_transl
     found = lex.insertions(sig.top_ids, sig.top_probs, piece, source, content, ["▁x", "▁y", "▁w", "</s>"])
     # only c lacks its translation; its likeliest piece beginning 'qq' is "▁qq" at step 2 ("▁q" is too
     # short to be the word, "qq" is not word-initial); a and b are covered
-    assert found == {2: (pytest.approx(0.5), 2, 20)}
+    # ... and, as a second candidate, "▁qq" at the first step (p 0.05)
+    assert found == {2: [(pytest.approx(0.5), 2, 20), (pytest.approx(0.05), 0, 20)]}
+    assert lex.insertions(sig.top_ids, sig.top_probs, piece, source, content, ["▁x", "▁y", "▁w", "</s>"],
+                          steps=1) == {2: [(pytest.approx(0.5), 2, 20)]}
+    # only where a word may begin: not before the third piece
+    assert lex.insertions(sig.top_ids, sig.top_probs, piece, source, content, ["▁x", "▁y", "▁w", "</s>"],
+                          boundary=np.array([True, True, False, True])) == {2: [(pytest.approx(0.05), 0, 20)]}
     assert lex.insertions(sig.top_ids, sig.top_probs, piece, source, content, ["▁x", "▁y", "▁qq", "</s>"]) == {}
     assert lex.insertions(sig.top_ids, sig.top_probs, piece, source, [True, True, False, False],
                           ["▁x", "▁y", "▁w", "</s>"]) == {}                    # not a content word: never

@@ -21,15 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
-from .scores import (OUTPUT_FEATURES, SENTENCE_FEATURES, SOURCE_FEATURES, WEIGHTS_FILE, features,
-                        sentence_features, word_scores)
+from .scores import (INSERTION_RANGE, OUTPUT_FEATURES, SENTENCE_FEATURES, SOURCE_FEATURES, WEIGHTS_FILE,
+                        features, sentence_features, word_scores)
 from .lexicon import lexicon_for
 from .protocol import KINDS, build, label, roc_auc
 from .signals import Item, compute_signals, make_item, word_groups
 
 AND = {"en": " and ", "de": " und ", "fr": " et "}
 FIT_FROM = 300                     # val[:FIT_FROM] is the benchmark's; every model fits on the rest
-FALSE_ALARMS = 0.07                # unedited val references that may get a flag (the goal is 10%). Two-fold
+FALSE_ALARMS = 0.075               # unedited val references that may get a flag (the goal is 10%), 1 point of it
+                                   # the put-back expert's (PUT_BACK_SHARE); the word models' 6.5%. Two-fold
                                    # cross-validation over the fit's own pairs (runs of 2026-11-26, with the
                                    # expected translation): 0.07 flags 8.0% / 8.4% of the other fold's
                                    # references (en-de / de-en; 0.08: 8.9% / 10.4%)
@@ -181,27 +182,61 @@ def sentence_maxima(fitted: Fitted, models: dict) -> tuple[np.ndarray, np.ndarra
     return np.array(h), np.array(o)
 
 
-def choose_thresholds(fitted: Fitted, models: dict, false_alarms: float) -> tuple[float, float, dict]:
-    """Output and source thresholds with at most `false_alarms` of the unedited references flagged
-    (either kind), the pair that finds the most real errors: substituted words plus omitted words,
-    each flagged where a flag touches it."""
+PUT_BACK_GRID = np.arange(0.0, 10.01, 0.5)       # nats of insertion gain the put-back expert may flag from
+PUT_BACK_SHARE = 0.01                            # of the unedited references, the expert's own share of
+                                                 # FALSE_ALARMS (word models 6.5%, both 7.5%; docs/diagnosis.md)
+PUT_BACK_SLOPE = 1.0                             # its logit per nat: 0.5 at the threshold, 0.88 two nats above
+
+
+def put_back_column(f: dict) -> np.ndarray:
+    """Per source word, the put-back's gain in nats (-inf where none was put back or the word cannot be
+    flagged), read from the source model's own insertion_gain column (clip(gain) - low)."""
+    low, _ = INSERTION_RANGE
+    column = f["source"][:, SOURCE_FEATURES.index("insertion_gain")] if len(f["source"]) else np.zeros(0)
+    return np.where((column > 0) & np.asarray(f["source_flaggable"], dtype=bool), column + low, -np.inf)
+
+
+def put_back_expert(gain: float) -> dict:
+    """A one-column monotone model flagging a word whose put-back makes the translation at least
+    `gain` nats likelier; the source model takes the larger logit of itself and it (_predict's "also")."""
+    coef = np.zeros(len(SOURCE_FEATURES))
+    coef[SOURCE_FEATURES.index("insertion_gain")] = PUT_BACK_SLOPE
+    low, _ = INSERTION_RANGE
+    return {"mean": [0.0] * len(SOURCE_FEATURES), "std": [1.0] * len(SOURCE_FEATURES), "coef": coef.tolist(),
+            "bias": -PUT_BACK_SLOPE * (gain - low), "put_back_gain": float(gain)}
+
+
+def choose_thresholds(fitted: Fitted, models: dict, false_alarms: float,
+                      put_back_share: float = PUT_BACK_SHARE) -> tuple[float, float, dict]:
+    """Output and source thresholds, then the put-back expert's gain (None: no expert). The word
+    models' pair finds the most real errors (substituted plus omitted words, each flagged where a flag
+    touches it) with at most false_alarms - put_back_share of the unedited references flagged, as
+    before the expert; the expert then flags from the smallest gain that keeps the total within
+    `false_alarms`. Why an expert: a put-back that makes the translation several nats likelier is
+    rare on correct references and common on omissions (gain > 3 nats: 1.8% of fitting references,
+    64% of omitted words, en-de), but the word model, fitted on every kind of case, weighs it too
+    little to flag on its own. Why its own share, not one joint choice: a joint choice spent the
+    budget on the expert and raised the word model's threshold, so that fewer phrases, inserted
+    source words and substituted words' sources were flagged (docs/diagnosis.md)."""
     kinds = np.array([c.kind for c in fitted.cases])
     h, o = sentence_maxima(fitted, models)
-    hit_h, hit_o = [], []                      # the wrong word's own score, per error case
+    hit_h, hit_o, gain_max = [], [], []            # the wrong word's own score, per error case
     for c, f in zip(fitted.cases, fitted.feats):
         hs = word_scores(models, f, "output")
         os_ = word_scores(models, f, "source")
         hit_h.append(hs[c.piece_labels > 0].max(initial=0.0))
         hit_o.append(os_[c.source_labels > 0].max(initial=0.0))
-    hit_h, hit_o = np.array(hit_h), np.array(hit_o)
+        gain_max.append(put_back_column(f).max(initial=-np.inf))
+    hit_h, hit_o, gain_max = map(np.array, (hit_h, hit_o, gain_max))
     correct = kinds == "correct"
     grid_h = np.unique(np.quantile(h[correct], np.linspace(0.80, 1.0, 81)))
     grid_o = np.unique(np.quantile(o[correct], np.linspace(0.80, 1.0, 81)))
+    word_alarms = false_alarms - put_back_share if np.isfinite(gain_max).any() else false_alarms
     best, choice = -1.0, (1.0, 1.0)
     for a in grid_h:
         for b in grid_o:
             alarms = float(((h[correct] >= a) | (o[correct] >= b)).mean())
-            if alarms > false_alarms:
+            if alarms > word_alarms:
                 continue
             # issue 30's two recall goals: the substituted word and the omitted word (phrases and
             # inserted source words follow the omitted word; weighting them as much gave en-de 74% of
@@ -209,7 +244,11 @@ def choose_thresholds(fitted: Fitted, models: dict, false_alarms: float) -> tupl
             found = float((hit_h[kinds == "substitution"] >= a).mean()) + float((hit_o[kinds == "omission"] >= b).mean())
             if found > best:
                 best, choice = found, (float(a), float(b))
-    return choice[0], choice[1], {"found": best}
+    a, b = choice
+    flagged = (h[correct] >= a) | (o[correct] >= b)
+    gain = next((float(g) for g in PUT_BACK_GRID if np.isfinite(gain_max).any()
+                 and float((flagged | (gain_max[correct] >= g)).mean()) <= false_alarms), None)
+    return a, b, {"found": best, "put_back_gain": gain}
 
 
 def shift_to_half(model: dict, threshold: float) -> dict:
@@ -281,15 +320,20 @@ def fit(tr, data_dir, seed: int = 1, false_alarms: float = FALSE_ALARMS, pairs: 
 def fit_features(fitted: Fitted, seed: int = 1, false_alarms: float = FALSE_ALARMS) -> dict:
     """fit() on cases already featurised."""
     models = fit_word_models(fitted)
-    a, b, _ = choose_thresholds(fitted, models, false_alarms)
+    a, b, chosen = choose_thresholds(fitted, models, false_alarms)
     models = {"output": shift_to_half(models["output"], a), "source": shift_to_half(models["source"], b)}
+    if chosen["put_back_gain"] is not None:
+        models["source"]["also"] = [put_back_expert(chosen["put_back_gain"])]
     models["sentence"], (pmi_weight, log_p_weight) = fit_sentence_model(fitted, models)
     n = len({c.pair for c in fitted.cases})
     return {**models, "threshold": 0.5,
             "fitted_on": f"Multi30k val pairs {FIT_FROM} onwards ({n} pairs, never in the benchmark), seed {seed}: "
                          "realistic in-sentence errors (omission, phrase, substitution, insertion; eflomal "
                          "alignments) and the synthetic cases; words: non-negative logistic regressions, bias set "
-                         f"so that 0.5 flags at most {false_alarms:.0%} of the unedited references; sentences: mean "
+                         f"so that 0.5 flags at most {false_alarms:.1%} of the unedited references"
+                         + (f", with a word also flagged where its put-back makes the translation {chosen['put_back_gain']:g} "
+                            "nats likelier" if chosen["put_back_gain"] is not None else "")
+                         + "; sentences: mean "
                          f"pmi weighted {pmi_weight:g} and mean log p {log_p_weight:g} more"}
 
 
@@ -297,7 +341,8 @@ def average(weight_sets: list[dict]) -> dict:
     out = {"threshold": 0.5, "fitted_on": "mean of the shipped models' weights: " + weight_sets[0]["fitted_on"]}
     for part in ("output", "source", "sentence"):
         out[part] = {key: (np.mean([w[part][key] for w in weight_sets], 0).tolist() if key != "features"
-                           else weight_sets[0][part][key]) for key in weight_sets[0][part]}
+                           else weight_sets[0][part][key]) for key in weight_sets[0][part]
+                     if key != "also"}      # the put-back expert reads the lexicon's column: ours only
     return out
 
 

@@ -34,6 +34,8 @@ MIN_DICE = 0.02            # weaker associations are dropped (they never decide 
 MIN_TOP = 0.1              # a word whose best association is weaker has no usual translation: no evidence
 USUAL = 0.5                # a word's usual translations: Dice at least this share of its best one
 INSERT_PULL = 0.02         # the least probability a piece must have had to be put back (insertions())
+PUT_BACK_STEPS = 3         # a missing word is put back at its best this many steps (insertions())
+COUNTED_STEM = 4           # for put-backs, an output word of at least this many letters covers one source word
 WORD = re.compile(r"\w+")
 
 
@@ -152,34 +154,61 @@ class Lexicon:
 
 
     def insertions(self, top_ids: np.ndarray, top_probs: np.ndarray, piece_text, source_words: list[str],
-                   content: list[bool], output_words: list[str]) -> dict:
-        """For each content source word whose usual translations the output lacks: (pull, step, piece
-        id) of the piece the model most wanted for it at any step (top_ids, top_probs: (T, K)), a
-        word-initial piece at least as long as the shortest wanted stem (a whole word more often than a
-        fragment) and with p >= INSERT_PULL. scores put it back at that step: an omitted word's
-        translation fits in (insertion gain > 0), a paraphrased word's duplicates its neighbour."""
-        found: dict[int, tuple] = {}
+                   content: list[bool], output_words: list[str], boundary: np.ndarray | None = None,
+                   steps: int = PUT_BACK_STEPS) -> dict:
+        """For each content source word whose usual translations the output lacks: [(pull, step, piece
+        id)] of the pieces the model most wanted for it at its best `steps` steps (top_ids, top_probs:
+        (T, K)), best first; each a word-initial piece at least as long as the shortest wanted stem (a
+        whole word more often than a fragment), with p >= INSERT_PULL, at a step where a word may begin
+        (boundary (T,), default every step). scores put each back there: an omitted word's translation
+        fits in (insertion gain > 0), a paraphrased word's duplicates its neighbour. Why several steps:
+        the step of the strongest pull is often a neighbour's ("Ein [Junge] männlicher" for "Ein
+        männlicher [Junge]"). Here an output word covers only one source word (counted=True): "the
+        woman ... the woman" with one "Frau" lacks one of them."""
+        found: dict[int, list] = {}
         if top_ids is None or not len(top_ids):
             return found
         pieces = _TopPieces(top_ids, piece_text)
-        for _, w, wanted in self._missing(source_words, content, output_words):
+        allowed = np.ones(len(top_ids), dtype=bool) if boundary is None else np.asarray(boundary, dtype=bool)
+        best: dict[tuple[int, int], tuple[float, int]] = {}
+        for _, w, wanted in self._missing(source_words, content, output_words, counted=True):
             hit = pieces.beginning(wanted, min_length=min(len(t) for t in wanted))
-            pulls = np.where(hit[pieces.where], top_probs, 0.0)                     # (T, K)
-            step, k = np.unravel_index(int(pulls.argmax()), pulls.shape)
-            pull = float(pulls[step, k])
-            if pull >= INSERT_PULL and pull > found.get(w, (0.0,))[0]:
-                found[w] = (pull, int(step), int(pieces.unique[pieces.where[step, k]]))
-        return found
+            pulls = np.where(hit[pieces.where] & allowed[:, None], top_probs, 0.0)        # (T, K)
+            per_step = pulls.max(1)
+            for step in np.argsort(-per_step, kind="stable")[:steps]:
+                pull = float(per_step[step])
+                if pull < INSERT_PULL:
+                    break
+                piece = int(pieces.unique[pieces.where[step, int(pulls[step].argmax())]])
+                if pull > best.get((w, int(step)), (0.0,))[0]:
+                    best[(w, int(step))] = (pull, piece)
+        for (w, step), (pull, piece) in best.items():
+            found.setdefault(w, []).append((pull, step, piece))
+        return {w: sorted(c, key=lambda x: (-x[0], x[1]))[:steps] for w, c in sorted(found.items())}
 
 
-    def _missing(self, source_words: list[str], content: list[bool], output_words: list[str]):
+    def _missing(self, source_words: list[str], content: list[bool], output_words: list[str], counted: bool = False):
         """(source word, its index, its usual target stems) per stem length, for each word in
-        `content` none of whose usual translations is among `output_words` at that length."""
+        `content` none of whose usual translations is among `output_words` at that length. counted:
+        an output word of at least COUNTED_STEM letters covers one source word only (strongest Dice
+        first), shorter ones ("ein", "the", "man") any number, as without counting."""
         for length in STEMS:
-            present = {s for s in (stem(w, length) for w in output_words) if s}
-            for w, (word, on) in enumerate(zip(source_words, content)):
-                wanted = self.usual(word, length) if on else set()
-                if wanted and not wanted & present:
+            present = Counter(s for s in (stem(w, length) for w in output_words) if s)
+            wants = [(w, word, self.usual(word, length) if on else set())
+                     for w, (word, on) in enumerate(zip(source_words, content))]
+            covered = {w for w, _, wanted in wants if wanted & present.keys()}
+            if counted:
+                table = self.by_source.get(length, {})
+                left = {t: (n if len(t) >= COUNTED_STEM else len(source_words)) for t, n in present.items()}
+                pairs = sorted(((table.get(stem(word, length), {}).get(t, 0.0), w, t) for w, word, wanted in wants
+                                for t in wanted if t in left), key=lambda x: (-x[0], x[1], x[2]))
+                covered = set()
+                for _, w, t in pairs:
+                    if w not in covered and left[t] > 0:
+                        covered.add(w)
+                        left[t] -= 1
+            for w, word, wanted in wants:
+                if wanted and w not in covered:
                     yield word, w, wanted
 
 

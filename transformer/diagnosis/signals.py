@@ -58,9 +58,9 @@ class Signals:
     deleted: np.ndarray           # (W,) bool: a content word (deleted); special pieces and punctuation are not
     top_ids: np.ndarray | None = None     # (T, K) the full-source pass's best pieces at each step
     top_probs: np.ndarray | None = None   # (T, K) their probabilities
-    # word w -> (insertion gain in nats, pull, step, piece id): log p(translation with the piece the
-    # model most wanted for w put back at that step) - log p(translation); only words a lexicon says
-    # the translation lacks (lexicon.insertions), none without a lexicon
+    # word w -> (insertion gain in nats, pull, step, piece ids): log p(translation with the word the
+    # model most wanted for w put back at a step) - log p(translation), the best of its put-backs
+    # (put_back()); only words a lexicon says the translation lacks (lexicon.insertions), none without one
     insertion: dict = field(default_factory=dict)
 
 
@@ -146,8 +146,8 @@ def _joined(pieces: list, groups: list) -> list[str]:
 def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None, bf16: bool = False,
                     lexicon=None) -> list[Signals]:
     """Full source and null source for every item, then every content word's deletion against
-    the full source's demand and, with a lexicon, the translation with each missing word's
-    expected piece put back (Signals.insertion), in shared batches."""
+    the full source's demand, in shared batches; with a lexicon, the translation with each missing
+    word's expected translation put back (Signals.insertion, put_back())."""
     special = tr.engine.special_ids
     first, plans = [], []
     for it in items:
@@ -167,20 +167,6 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
                 kept = [i for j, i in enumerate(it.source_ids) if j not in drop] or null
                 rows.append((kept, list(it.fed_ids), list(it.output_ids)))
                 against.append(want)
-    inserted = []                                   # (item, word, pull, step, piece, row)
-    if lexicon is not None:
-        limit = getattr(getattr(tr, "config", None), "max_target_len", None)
-        for n, (it, (null, words, deleted)) in enumerate(zip(items, plans)):
-            if limit is not None and len(it.output_ids) + 1 > limit:
-                continue
-            out_words = _joined(it.output_pieces, word_groups(it.output_pieces, it.output_ids, special))
-            found = lexicon.insertions(*full[2 * n][1], tr.tokenizer.id_to_piece, _joined(it.source_pieces, words),
-                                       list(deleted), out_words)
-            for w, (pull, step, piece) in sorted(found.items()):
-                output = list(it.output_ids[:step]) + [piece] + list(it.output_ids[step:])
-                inserted.append((n, w, pull, step, piece, len(rows)))
-                rows.append((list(it.source_ids), [it.fed_ids[0]] + output[:-1], output))
-                against.append(None)
     passes = forced_passes(tr, rows, gates, budget, bf16, against=against)
     out = []
     for n, (it, (null, words, deleted), start) in enumerate(zip(items, plans, starts)):
@@ -190,7 +176,74 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
         for k, w in enumerate(np.flatnonzero(deleted)):
             deletion[w], unmet[w] = passes[start + k]
         out.append(Signals(lp, lp_null, words, deletion, unmet, deleted, *full[2 * n][1]))
-    for n, w, pull, step, piece, row in inserted:
-        gain = float(np.sum(passes[row][0], dtype=np.float64) - np.sum(out[n].log_p, dtype=np.float64))
-        out[n].insertion[w] = (gain, pull, step, piece)
+    if lexicon is not None:
+        candidates = []
+        for n, (it, (null, words, deleted)) in enumerate(zip(items, plans)):
+            out_words = _joined(it.output_pieces, word_groups(it.output_pieces, it.output_ids, special))
+            candidates.append(lexicon.insertions(*full[2 * n][1], tr.tokenizer.id_to_piece,
+                                                 _joined(it.source_pieces, words), list(deleted), out_words,
+                                                 boundary=boundaries(it.output_ids, tr.tokenizer.id_to_piece, special)))
+        for n, found in enumerate(put_back(tr, items, [s.log_p for s in out], candidates, gates, budget, bf16)):
+            out[n].insertion = found
+    return out
+
+
+# Putting a missing word's translation back (issue 30): an omitted word's translation fits back in and
+# makes the translation likelier; a paraphrased word's duplicates its neighbour and costs. The lexicon
+# proposes, per missing source word, the piece the model most wanted for it at its best few steps
+# (Lexicon.insertions). A piece is often only the start of the word ("▁bunte" of "bunten"), and forcing
+# the old continuation after half a word costs more than the word gains, so each put-back is completed
+# greedily: while the model's likeliest next piece continues the word, it goes in too, one batched
+# forced pass per round over the candidates still growing.
+PUT_BACK_ROUNDS = 2        # continuation pieces a put-back may grow by (en-de: omitted words found +1.5 points
+                           # on each val sample, runs/xp31/putback.py)
+
+
+def boundaries(output_ids: list, piece_text, special) -> np.ndarray:
+    """(T,) where a word may be put in: before a piece that starts a word, punctuation or a special piece."""
+    return np.array([i in special or str(piece_text(i)).startswith(WORD_START) or is_punctuation(piece_text(i))
+                     for i in output_ids], dtype=bool)
+
+
+def _continues(piece_id: int, piece_text, special) -> bool:
+    text = str(piece_text(piece_id))
+    return (piece_id not in special and not text.startswith(WORD_START) and not is_punctuation(text)
+            and any(ch.isalpha() for ch in text))
+
+
+def put_back(tr, items: list, log_p: list, candidates: list[dict], gates=None, budget: int | None = None,
+             bf16: bool = False) -> list[dict]:
+    """Per item, {word: (gain, pull, step, piece ids)} for the candidates {word: [(pull, step, piece)]}
+    (Lexicon.insertions): the completed put-back of largest gain, gain = log p(translation with the
+    pieces put in at step) - log p(translation) (log_p: the items' (T,) log p under the full source)."""
+    special = tr.engine.special_ids
+    piece_text = tr.tokenizer.id_to_piece
+    limit = getattr(getattr(tr, "config", None), "max_target_len", None)
+    live = [(n, w, step, pull, (piece,)) for n, found in enumerate(candidates)
+            for w, options in found.items() for pull, step, piece in options]
+    out: list[dict] = [{} for _ in items]
+    for round_ in range(PUT_BACK_ROUNDS + 1):
+        live = [c for c in live if limit is None or len(items[c[0]].output_ids) + len(c[4]) <= limit]
+        if not live:
+            break
+        rows = []
+        for n, w, step, pull, pieces in live:
+            it = items[n]
+            output = list(it.output_ids[:step]) + list(pieces) + list(it.output_ids[step:])
+            rows.append((list(it.source_ids), [it.fed_ids[0]] + output[:-1], output))
+
+        def reduce(batch, live=live):
+            lps = chosen_log_probs(batch)
+            # the likeliest piece after the put-back: does the model go on with the word?
+            return [(lps[b], int(batch.log_probs[b, live[r][2] + len(live[r][4])].argmax()))
+                    for b, r in enumerate(batch.rows)]
+        results = forced_pass(tr, rows, reduce, gates, budget, bf16)
+        growing = []
+        for (n, w, step, pull, pieces), (lp, following) in zip(live, results):
+            gain = float(np.sum(lp, dtype=np.float64) - np.sum(log_p[n], dtype=np.float64))
+            if gain > out[n].get(w, (-np.inf,))[0]:
+                out[n][w] = (gain, pull, step, pieces)
+            if round_ < PUT_BACK_ROUNDS and _continues(following, piece_text, special):
+                growing.append((n, w, step, pull, pieces + (following,)))
+        live = growing
     return out
