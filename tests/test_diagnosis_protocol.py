@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from transformer.diagnosis.scores import SOURCE_FEATURES, Diagnosis, Flag, combine, features
-from transformer.diagnosis.fit import fit_logistic, fit_monotone, shift_to_half
+from transformer.diagnosis.fit import fit_logistic, fit_monotone
+from transformer.diagnosis.thresholds import shift_to_half
 from transformer.diagnosis.protocol import build, evaluate, piece_words, roc_auc
 from transformer.diagnosis.signals import Item, Signals, word_groups
 from transformer.diagnosis.word_align import words

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import torch
 
-from transformer.diagnosis.fit import Case, Fitted, choose_thresholds, put_back_column, put_back_expert
+from transformer.diagnosis.fit import Case, Fitted
+from transformer.diagnosis.thresholds import choose_thresholds, put_back_column, put_back_expert
 from transformer.diagnosis.lexicon import Lexicon
 from transformer.diagnosis.scores import SOURCE_FEATURES, _predict
 from transformer.diagnosis.signals import Item, boundaries, put_back
