@@ -190,7 +190,7 @@ def test_a_larger_insertion_gain_never_lowers_the_omission_score():
     piece, previous = {**VOCAB, 3: "</s>"}.get, -1.0
     for gain in np.linspace(-8.0, 12.0, 11):
         sig, item, lex = _expected_case(0.5)
-        sig.insertion = {2: (float(gain), 0.5, 2, 20)}
+        sig.insertion = {2: (float(gain), 0.5, 2, (20,))}
         dg = combine(sig, WEIGHTS, item, frozenset({3}), lex, piece)
         assert dg.signals["insertion_gain"][2] == pytest.approx(gain) and dg.signals["insertion_gain"][:2].tolist() == [0, 0]
         assert dg.omission[2] >= previous
@@ -209,7 +209,7 @@ def test_the_positive_part_of_the_insertion_gain_is_a_column_of_its_own():
     gain_col, positive_col = SOURCE_FEATURES.index("insertion_gain"), SOURCE_FEATURES.index("insertion_gain_positive")
     for gain, linear, positive in ((-8.0, 0.0, 0.0), (-2.0, 3.0, 0.0), (0.0, 5.0, 0.0), (3.5, 8.5, 3.5), (14.0, 15.0, 10.0)):
         sig, item, lex = _expected_case(0.5)
-        sig.insertion = {2: (gain, 0.5, 2, 20)}
+        sig.insertion = {2: (gain, 0.5, 2, (20,))}
         row = features(sig, item, frozenset({3}), lex, piece)["source"][2]
         assert (row[gain_col], row[positive_col]) == pytest.approx((linear, positive))
     sig, item, lex = _expected_case(0.5)
@@ -218,7 +218,7 @@ def test_the_positive_part_of_the_insertion_gain_is_a_column_of_its_own():
     scores = []
     for gain in (-4.0, -1.0, 0.0, 1.0, 5.0, 9.0):
         sig, item, lex = _expected_case(0.5)
-        sig.insertion = {2: (gain, 0.5, 2, 20)}
+        sig.insertion = {2: (gain, 0.5, 2, (20,))}
         scores.append(float(combine(sig, only_positive, item, frozenset({3}), lex, piece).omission[2]))
     assert scores[0] == scores[1] == scores[2] < scores[3] < scores[4] < scores[5]
 

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from transformer.diagnosis import signals
 from transformer.diagnosis.fit import Case, Fitted
 from transformer.diagnosis.thresholds import choose_thresholds, put_back_column, put_back_expert
 from transformer.diagnosis.lexicon import Lexicon
@@ -53,25 +54,21 @@ def _log_p(output):
     return np.log([BIGRAM[a, b] for a, b in zip([1] + output[:-1], output)])
 
 
-def test_a_put_back_grows_into_the_whole_word_the_model_wants():
+def test_a_put_back_grows_into_the_whole_word_the_model_wants(monkeypatch):
     tr, output = _bigram_translator(), [3, 4, 2]                    # "▁einem ▁Stier </s>"
     found = put_back(tr, [_item(output)], [_log_p(output)], [{0: [(0.6, 1, 5)]}])
     gain, pull, step, pieces = found[0][0]
     # "▁bunte" alone before "▁Stier" costs (p .01 of "▁Stier" after it); "▁bunte" "n" gains
     assert pieces == (5, 6) and step == 1 and pull == 0.6
     assert gain == pytest.approx(np.log(BIGRAM[3, 5] * BIGRAM[5, 6] * BIGRAM[6, 4] / BIGRAM[3, 4]), abs=1e-4)
-    # with no round to grow in, the half word is all there is, and it costs
-    from transformer.diagnosis import signals
-    saved, signals.PUT_BACK_ROUNDS = signals.PUT_BACK_ROUNDS, 0
-    try:
-        alone = put_back(tr, [_item(output)], [_log_p(output)], [{0: [(0.6, 1, 5)]}])[0][0]
-    finally:
-        signals.PUT_BACK_ROUNDS = saved
-    assert alone[3] == (5,) and alone[0] == pytest.approx(np.log(BIGRAM[3, 5] * BIGRAM[5, 4] / BIGRAM[3, 4]), abs=1e-4)
-    assert alone[0] < 0 < gain
     # of several candidates the word keeps the one of largest gain
     both = put_back(tr, [_item(output)], [_log_p(output)], [{0: [(0.7, 2, 5), (0.6, 1, 5)]}])[0][0]
     assert both[2] == 1 and both[0] == pytest.approx(gain, abs=1e-6)
+    # with no round to grow in, the half word is all there is, and it costs
+    monkeypatch.setattr(signals, "PUT_BACK_ROUNDS", 0)
+    alone = put_back(tr, [_item(output)], [_log_p(output)], [{0: [(0.6, 1, 5)]}])[0][0]
+    assert alone[3] == (5,) and alone[0] == pytest.approx(np.log(BIGRAM[3, 5] * BIGRAM[5, 4] / BIGRAM[3, 4]), abs=1e-4)
+    assert alone[0] < 0 < gain
 
 
 def test_words_are_put_in_only_where_a_word_may_begin():

@@ -165,12 +165,11 @@ class Lexicon:
         the step of the strongest pull is often a neighbour's ("Ein [Junge] männlicher" for "Ein
         männlicher [Junge]"). Here an output word covers only one source word (counted=True): "the
         woman ... the woman" with one "Frau" lacks one of them."""
-        found: dict[int, list] = {}
         if top_ids is None or not len(top_ids):
-            return found
+            return {}
         pieces = _TopPieces(top_ids, piece_text)
         allowed = np.ones(len(top_ids), dtype=bool) if boundary is None else np.asarray(boundary, dtype=bool)
-        best: dict[tuple[int, int], tuple[float, int]] = {}
+        by_word: dict[int, dict[int, tuple[float, int]]] = {}           # word -> step -> (pull, piece)
         for _, w, wanted in self._missing(source_words, content, output_words, counted=True):
             hit = pieces.beginning(wanted, min_length=min(len(t) for t in wanted))
             pulls = np.where(hit[pieces.where] & allowed[:, None], top_probs, 0.0)        # (T, K)
@@ -179,12 +178,11 @@ class Lexicon:
                 pull = float(per_step[step])
                 if pull < INSERT_PULL:
                     break
-                piece = int(pieces.unique[pieces.where[step, int(pulls[step].argmax())]])
-                if pull > best.get((w, int(step)), (0.0,))[0]:
-                    best[(w, int(step))] = (pull, piece)
-        for (w, step), (pull, piece) in best.items():
-            found.setdefault(w, []).append((pull, step, piece))
-        return {w: sorted(c, key=lambda x: (-x[0], x[1]))[:steps] for w, c in sorted(found.items())}
+                if pull > by_word.get(w, {}).get(int(step), (0.0,))[0]:
+                    piece = int(pieces.unique[pieces.where[step, int(pulls[step].argmax())]])
+                    by_word.setdefault(w, {})[int(step)] = (pull, piece)
+        return {w: sorted(((pull, step, piece) for step, (pull, piece) in at.items()), key=lambda c: (-c[0], c[1]))[:steps]
+                for w, at in sorted(by_word.items())}
 
 
     def _missing(self, source_words: list[str], content: list[bool], output_words: list[str], counted: bool = False):
@@ -196,7 +194,6 @@ class Lexicon:
             present = Counter(s for s in (stem(w, length) for w in output_words) if s)
             wants = [(w, word, self.usual(word, length) if on else set())
                      for w, (word, on) in enumerate(zip(source_words, content))]
-            covered = {w for w, _, wanted in wants if wanted & present.keys()}
             if counted:
                 table = self.by_source.get(length, {})
                 left = {t: (n if len(t) >= COUNTED_STEM else len(source_words)) for t, n in present.items()}
@@ -207,6 +204,8 @@ class Lexicon:
                     if w not in covered and left[t] > 0:
                         covered.add(w)
                         left[t] -= 1
+            else:
+                covered = {w for w, _, wanted in wants if wanted & present.keys()}
             for w, word, wanted in wants:
                 if wanted and w not in covered:
                     yield word, w, wanted

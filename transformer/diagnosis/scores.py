@@ -156,9 +156,7 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
         source_gap_piece[group] = source_gap[w]
         if w in sig.insertion and on[w]:
             insertion_piece[group] = sig.insertion[w][0]
-            put = sig.insertion[w][3]
-            put = put if isinstance(put, (tuple, list)) else (put,)          # the word's pieces, or one piece
-            text = "".join(str(piece_text(i)) for i in put) if piece_text is not None else None
+            text = "".join(str(piece_text(i)) for i in sig.insertion[w][3]) if piece_text is not None else None
             for j in group:
                 inserted_for[j] = (text, sig.insertion[w][0])
     output_gap_piece, expected_piece, expected_for = np.zeros(T), np.zeros(T), [None] * T
