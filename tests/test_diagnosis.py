@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from transformer import Translator
+from transformer.diagnosis.function_words import function_word_mask
 from transformer.diagnosis.scores import Diagnosis, Flag, diagnose_items
 from transformer.diagnosis.protocol import roc_auc
 from transformer.diagnosis.signals import Item, make_item
@@ -96,6 +97,9 @@ def test_appended_clause_is_omitted(en_de):
     assert appended.max() > dg.omission[:cut].max() + 0.2
     words = [t for t, p in enumerate(out.source_tokens) if p != "</s>" and p not in ".,"]    # never left out
     assert roc_auc(dg.omission[words], [int(t >= cut) for t in words]) > 0.9
+    function = function_word_mask(out.source_tokens, "en")                 # "and", "a", "is", "on": scored, never flagged
+    assert all(dg.omission[t] < 0.5 for t, f in enumerate(function) if f)
+    assert not any(f.kind == "omission" and any(function[f.start:f.end]) for f in dg.flags)
     assert not any(f.kind == "omission" and f.start < cut for f in dg.flags)
 
 

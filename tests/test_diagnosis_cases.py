@@ -3,10 +3,13 @@ inside a sentence is found, a correct translation stays quiet, flags cover whole
 summary never says all is well next to a translation the model doubts."""
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from transformer import Translator
-from transformer.diagnosis.signals import is_punctuation
+from transformer.diagnosis.lexicon import lexicon_for
+from transformer.diagnosis.scores import diagnosis_weights, features, word_scores
+from transformer.diagnosis.signals import compute_signals, is_punctuation, make_item
 from viz.diagnosis import diagnosis_summary, words_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -93,6 +96,31 @@ def test_putting_the_expected_word_back_tells_an_omission_from_a_paraphrase(en_d
     bike = [f for f in out.diagnosis.flags if f.kind == "omission"]
     if bike:                                                                  # the flag says what was put back
         assert bike[0].evidence["inserted_piece"] == "\u2581Fahrrad" and "put back" in bike[0].evidence["explains"]
+
+
+def test_function_words_are_deleted_and_scored_but_never_flagged_or_put_back(en_de):
+    """"is" and "a" are missing from "Ein Mann fährt." too, but a translation drops them routinely."""
+    item = make_item(en_de, BIKE, "Ein Mann fährt.")
+    lexicon, special = lexicon_for(en_de), frozenset(en_de.engine.special_ids)
+    signals = compute_signals(en_de, [item], en_de.gates(None), lexicon=lexicon)[0]
+    words = ["".join(item.source_pieces[j] for j in g) for g in signals.words]
+    function = [w in ("\u2581A", "\u2581is", "\u2581a") for w in words]
+    assert signals.deleted[function].all()                              # their deletion passes still run
+    assert signals.may_be_left_out.tolist() == [d and not f for d, f in zip(signals.deleted, function)]
+    assert not any(function[w] for w in signals.insertion)              # and nothing is put back for them
+    assert "\u2581bike" in [words[w] for w in signals.insertion]
+    f = features(signals, item, special, lexicon, en_de.tokenizer.id_to_piece)
+    weights = diagnosis_weights(en_de)
+    shown, lined_up = word_scores(weights, f, "source"), word_scores(weights, f, "source", function_words=False)
+    out = en_de.translate(BIKE, target="Ein Mann fährt.", diagnose=True, capture=False)
+    assert np.allclose(out.diagnosis.omission, shown, atol=1e-6)      # what the page shows
+    for w, group in enumerate(signals.words):
+        if function[w]:     # half the word model's score: under the line, in the evidence's order
+            assert lined_up[group[0]] == 0.0 and 0.0 < shown[group[0]] < 0.5
+        else:
+            assert shown[group[0]] == lined_up[group[0]]
+    function_pieces = {j for w, group in enumerate(signals.words) if function[w] for j in group}
+    assert not any(f.kind == "omission" and function_pieces & set(range(f.start, f.end)) for f in out.diagnosis.flags)
 
 
 def test_the_models_own_correct_translation_gets_no_flag(en_de):

@@ -53,6 +53,7 @@ def test_each_part_is_judged_by_weights_fitted_without_it():
     assert pooled["correct references with any flag"] == pytest.approx(1 / 3)   # part 2's reference only
     assert pooled["substituted word flagged"] == pytest.approx(2 / 3)     # 6 over 5.5, 10 over 3.5; not 2
     assert all(key in pooled for key in ("omitted word flagged", "flag spans that touch the real error"))
+    assert not any(" found at " in key for key in pooled)     # lines drawn on differently shifted scores
 
 
 def test_the_parts_never_overlap_and_leave_the_last_check_pairs_out():

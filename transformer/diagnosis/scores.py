@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .lexicon import Lexicon, lexicon_for
+from .function_words import FUNCTION_WORD_SHARE, function_word_mask
 from .signals import Item, Signals, compute_signals, content_words
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -89,17 +90,21 @@ def output_words(item: Item | None, T: int, special: set | frozenset = frozenset
     return content_words(pieces, list(item.output_ids), special)
 
 
-def flaggable_pieces(item: Item, special: set | frozenset = frozenset()) -> tuple[np.ndarray, np.ndarray]:
+def flaggable_pieces(item: Item, special: set | frozenset = frozenset(),
+                     language: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(T,) and (S,) bool: the output and source pieces of words a flag may cover. The others
-    (special pieces, punctuation: never "unsupported" or "left out") score 0 by design, so a
-    benchmark that pools them with the rest measures that rule as much as the scores."""
+    (special pieces, punctuation: never "unsupported" or "left out"; function words of the source
+    `language`: never "left out") score 0 by design, so a benchmark that pools them with the rest
+    measures that rule as much as the scores."""
     groups, flaggable = output_words(item, len(item.output_ids), special)
     output = np.zeros(len(item.output_ids), dtype=bool)
     for g, on in zip(groups, flaggable):
         output[g] = on
     source = np.zeros(len(item.source_ids), dtype=bool)
-    for g, on in zip(*content_words(item.source_pieces, item.source_ids, special)):
-        source[g] = on
+    groups, content = content_words(item.source_pieces, item.source_ids, special)
+    function = function_word_mask(["".join(str(item.source_pieces[j]) for j in g) for g in groups], language)
+    for g, on, is_function in zip(groups, content, function):
+        source[g] = on and not is_function
     return output, source
 
 
@@ -129,10 +134,11 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
     lp, pmi = sig.log_p, sig.log_p - sig.log_p_null
     T = len(lp)
     drops = sig.log_p[None, :] - sig.deletion                                     # (W, T)
-    on = np.asarray(sig.deleted, dtype=bool)
+    deleted = np.asarray(sig.deleted, dtype=bool)
     if item is not None:        # never special pieces or punctuation, whatever was deleted
-        on = on & content_words(item.source_pieces, item.source_ids, special)[1]
-    support = drops[on].max(0) if on.any() else np.zeros(T)                      # (T,) best single word's support
+        deleted = deleted & content_words(item.source_pieces, item.source_ids, special)[1]
+    support = drops[deleted].max(0) if deleted.any() else np.zeros(T)            # (T,) best single word's support
+    on = deleted if sig.may_be_left_out is None else deleted & sig.may_be_left_out   # words a flag may call left out
     groups, flaggable = output_words(item, T, special)
     source_gap, output_gap, expected, expected_why = _lexicon_evidence(lexicon, item, sig, groups, piece_text)
     out = np.array([[(-lp[g]).max(), (-pmi[g]).max(), -support[g].max(), -lp[g].mean(), output_gap[i], expected[i]]
@@ -169,7 +175,8 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
         raw.update(source_lexicon_gap=source_gap_piece, output_lexicon_gap=output_gap_piece,
                    expected_translation=expected_piece, insertion_gain=insertion_piece)
     return {"output": out, "output_groups": groups, "output_flaggable": flaggable,
-            "source": src, "source_groups": sig.words, "source_flaggable": on, "sentence": sentence, "raw": raw,
+            "source": src, "source_groups": sig.words, "source_flaggable": on, "source_function": deleted & ~on,
+            "sentence": sentence, "raw": raw,
             "expected_for": expected_for, "inserted_for": inserted_for,
             "missing": [] if lexicon is not None else ["lexicon_gap"]}       # (and the expected translation)
 
@@ -187,15 +194,20 @@ def _columns(model: dict, x: np.ndarray, side: str) -> np.ndarray:
     return x if list(names) == full else x[:, [full.index(n) for n in names]]
 
 
-def word_scores(weights: dict, f: dict, side: str) -> np.ndarray:
+def word_scores(weights: dict, f: dict, side: str, function_words: bool = True) -> np.ndarray:
     """Per-piece scores of one side ("output": hallucination, "source": omission) from its
     per-word features (features()): each word's score on all its pieces, 0 where a word cannot
-    be flagged."""
+    be flagged; a source function word's (function_words.py) is FUNCTION_WORD_SHARE of its model
+    score, so it shows its evidence but never reaches the flag line (0 with function_words=False,
+    as the flag lines are chosen: a line on the unshifted scores says nothing of those)."""
     n = len(f["raw"]["log_p" if side == "output" else "deletion_drop"])
     scores = np.zeros(n, dtype=np.float64)
     if len(f[f"{side}_groups"]):
         model = weights[side]
-        word = _predict(model, _columns(model, f[side], side)) * f[f"{side}_flaggable"]
+        share = np.asarray(f[f"{side}_flaggable"], dtype=np.float64)
+        if side == "source" and function_words and "source_function" in f:
+            share = share + FUNCTION_WORD_SHARE * np.asarray(f["source_function"], dtype=np.float64)
+        word = _predict(model, _columns(model, f[side], side)) * share
         for g, value in zip(f[f"{side}_groups"], word):
             scores[g] = value
     return scores

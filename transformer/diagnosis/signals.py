@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ..forced import chosen_log_probs, forced_pass
+from .function_words import function_word_mask
 
 WORD_START = ("\u2581", "\u0120")          # SentencePiece "▁", byte-level BPE "Ġ"
 TOP_K = 32                                  # pieces per step whose mass the unmet demand follows
@@ -62,6 +63,9 @@ class Signals:
     # model most wanted for w put back at a step) - log p(translation), the best of its put-backs
     # (put_back()); only words a lexicon says the translation lacks (lexicon.insertions), none without one
     insertion: dict = field(default_factory=dict)
+    # (W,) bool: the words a flag may call left out, deleted ones less function words (function_words.py);
+    # None: every deleted word (signals built before the rule)
+    may_be_left_out: np.ndarray | None = None
 
 
 def is_punctuation(piece: str) -> bool:
@@ -147,15 +151,17 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
                     lexicon=None) -> list[Signals]:
     """Full source and null source for every item, then every content word's deletion against
     the full source's demand, in shared batches; with a lexicon, the translation with each missing
-    word's expected translation put back (Signals.insertion, put_back())."""
+    word's expected translation put back (Signals.insertion, put_back()), function words aside."""
     special = tr.engine.special_ids
-    first, plans = [], []
+    language = getattr(tr, "source_lang", None)
+    first, plans, left_out = [], [], []
     for it in items:
         null = [i for i in it.source_ids if i in special] or [it.source_ids[-1]]
         words, deleted = content_words(it.source_pieces, it.source_ids, special)
         first.append((list(it.source_ids), list(it.fed_ids), list(it.output_ids)))
         first.append((null, list(it.fed_ids), list(it.output_ids)))
         plans.append((null, words, deleted))
+        left_out.append(deleted & ~np.array(function_word_mask(_joined(it.source_pieces, words), language), dtype=bool))
     full = forced_passes(tr, first, gates, budget, bf16, top=TOP_K)
     rows, against, starts = [], [], []
     for n, (it, (null, words, deleted)) in enumerate(zip(items, plans)):
@@ -175,13 +181,13 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
         deletion, unmet = np.tile(lp, (len(words), 1)), np.zeros((len(words), T))
         for k, w in enumerate(np.flatnonzero(deleted)):
             deletion[w], unmet[w] = passes[start + k]
-        out.append(Signals(lp, lp_null, words, deletion, unmet, deleted, *full[2 * n][1]))
+        out.append(Signals(lp, lp_null, words, deletion, unmet, deleted, *full[2 * n][1], may_be_left_out=left_out[n]))
     if lexicon is not None:
         candidates = []
         for n, (it, (null, words, deleted)) in enumerate(zip(items, plans)):
             out_words = _joined(it.output_pieces, word_groups(it.output_pieces, it.output_ids, special))
             candidates.append(lexicon.insertions(*full[2 * n][1], tr.tokenizer.id_to_piece,
-                                                 _joined(it.source_pieces, words), list(deleted), out_words,
+                                                 _joined(it.source_pieces, words), list(left_out[n]), out_words,
                                                  boundary=boundaries(it.output_ids, tr.tokenizer.id_to_piece, special)))
         for n, found in enumerate(put_back(tr, items, [s.log_p for s in out], candidates, gates, budget, bf16)):
             out[n].insertion = found

@@ -1,0 +1,63 @@
+"""Function words are never called left out (transformer/diagnosis/function_words.py): they are still
+deleted, so their support for output pieces still counts, but they get no omission score, no put-back,
+and the benchmark's flaggable-word rows leave them out (the pipeline on a real model:
+tests/test_diagnosis_cases.py)."""
+import numpy as np
+import pytest
+
+from transformer.diagnosis.function_words import FUNCTION_WORDS, function_word_mask, language_key
+from transformer.diagnosis.scores import flaggable_pieces
+from transformer.diagnosis.signals import Item
+
+
+def test_language_codes_of_every_kind_find_their_list():
+    assert [language_key(c) for c in ("en", "eng_Latn", "en_XX", "de-DE", "deu_Latn", "fra_Latn", None, "ja")] == \
+        ["en", "en", "en", "de", "de", "fr", "", "ja"]
+    assert function_word_mask(["\u2581A", "\u2581man", "\u2581is", "\u2581they", "\u2581not", "\u2581under"], "en") == \
+        [True, False, True, False, False, False]          # pronouns, negation, spatial words stay flaggable
+    assert function_word_mask(["\u2581Ein", "\u2581Mann", "\u2581sie"], "deu_Latn") == [True, False, False]
+    assert function_word_mask(["\u2581A", "\u2581the"], "ja") == [False, False]        # no list: nothing masked
+    assert not any(w in FUNCTION_WORDS["en"] for w in ("not", "no", "two", "three", "they", "under", "behind"))
+
+
+def test_the_benchmarks_flaggable_rows_leave_function_words_out():
+    item = Item([5, 6, 7, 8, 2], [0, 10, 11, 12, 13], [10, 11, 12, 13, 2],
+                ["\u2581A", "\u2581bi", "ke", "\u2581.", "</s>"], ["\u2581Ein", "\u2581Fahr", "rad", ".", "</s>"])
+    assert flaggable_pieces(item, {2}, "en")[1].tolist() == [False, True, True, False, False]
+    assert flaggable_pieces(item, {2})[1].tolist() == [True, True, True, False, False]      # no language: as before
+    assert flaggable_pieces(item, {2}, "en")[0].tolist() == [True, True, True, False, False]   # output side unchanged
+    assert np.asarray(flaggable_pieces(item, {2}, "de")[1]).tolist() == [True, True, True, False, False]
+
+
+def test_a_function_word_shows_half_its_score_and_never_counts_where_the_lines_are_drawn():
+    from transformer.diagnosis.scores import SOURCE_FEATURES, word_scores
+    from transformer.diagnosis.thresholds import choose_thresholds
+    from transformer.diagnosis.fit import Case, Fitted
+    width = len(SOURCE_FEATURES)
+    model = {"mean": [0.0] * width, "std": [1.0] * width, "coef": [1.0] + [0.0] * (width - 1), "bias": 0.0}
+    source = np.zeros((3, width))
+    source[:, 0] = [4.0, 4.0, -4.0]                 # words 0 and 1 have strong evidence, word 2 little
+    f = {"source": source, "source_groups": [[0], [1], [2]], "source_flaggable": np.array([True, False, True]),
+         "source_function": np.array([False, True, False]), "raw": {"deletion_drop": np.zeros(3)}}
+    full = 1 / (1 + np.exp(-4.0))
+    assert word_scores({"source": model}, f, "source").tolist() == pytest.approx([full, full / 2, 1 - full])
+    assert word_scores({"source": model}, f, "source", function_words=False)[1] == 0.0
+    # where the lines are drawn a reference's strong function word counts for nothing: counted even at
+    # half (0.49) it would outrank the omitted word (0.30), and no line could find it without flagging
+    # every reference
+    output = {"mean": [0.0] * 6, "std": [1.0] * 6, "coef": [1.0] + [0.0] * 5, "bias": 0.0}
+
+    def case(kind, output_evidence, content_evidence):
+        features = {"source": np.array([[4.0] + [0.0] * (width - 1), [content_evidence] + [0.0] * (width - 1)]),
+                    "source_groups": [[0], [1]], "source_flaggable": np.array([False, True]),
+                    "source_function": np.array([True, False]), "output": np.array([[output_evidence] + [0.0] * 5]),
+                    "output_groups": [[0]], "output_flaggable": np.array([True]),
+                    "raw": {"log_p": np.zeros(1), "deletion_drop": np.zeros(2)}}
+        return Case(kind, 0, None, np.array([float(kind == "substitution")]),
+                    np.array([0.0, float(kind == "omission")])), features
+    built = [case("correct", -9.0 + 0.1 * k, -6.0 + 0.1 * k) for k in range(20)]     # one may be flagged (5%)
+    built += [case("omission", -9.0, np.log(0.3 / 0.7)), case("substitution", 0.0, -6.0)]
+    _, line, _ = choose_thresholds(Fitted([c for c, _ in built], [f for _, f in built]),
+                                   {"output": output, "source": model}, 0.075)
+    assert line <= 0.3 + 1e-9                      # the omitted word is found
+    assert word_scores({"source": model}, built[0][1], "source")[0] > 0.3   # though a reference's "the" shows more
