@@ -3,8 +3,8 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
-from viz.diagnosis import (diagnosis_figure, diagnosis_selection, diagnosis_summary, source_strip_html,
-                           strongest_unflagged, words_of)
+from viz.diagnosis import (NOTHING_FLAGGED, diagnosis_figure, diagnosis_selection, diagnosis_summary,
+                           source_strip_html, strongest_unflagged, words_of)
 
 OUTPUT = ["▁Ein", "▁Hund", "</s>"]
 SOURCE = ["▁A", "▁ca", "t", "</s>"]
@@ -62,7 +62,7 @@ def test_the_summary_names_what_was_found_or_that_nothing_was():
     flags = [("hallucination", 1, 2, 0.8), ("omission", 1, 3, 0.9)]
     assert diagnosis_summary(flags, OUTPUT, SOURCE) == ("“Hund” looks unsupported by the source; "
                                                         "“cat” in the source looks left out.")
-    assert diagnosis_summary([], OUTPUT, SOURCE) == "Nothing looks unsupported by the source or left out."
+    assert diagnosis_summary([], OUTPUT, SOURCE) == NOTHING_FLAGGED
     assert words_of(["▁a"] * 40, limit=10) == "a a a a a…"
 
 
@@ -95,7 +95,7 @@ def test_an_unsure_summary_names_the_likeliest_unflagged_word():
         "The likeliest left-out word is “bike” in the source (score 0.28, under the flag threshold).")
     # a confident translation, or a candidate too weak to point at, names none
     assert diagnosis_summary([], output, source, probs=[0.9] * 5, candidate=candidate) == \
-        "Nothing looks unsupported by the source or left out."
+        NOTHING_FLAGGED
     assert "likeliest" not in diagnosis_summary([], output, source, unsure=True, candidate=("omission", 5, 7, 0.1))
     # flagged words (at or above the threshold) are never the candidate
     assert strongest_unflagged([0.0, 0.9, 0.0, 0.0, 0.0], omission, output, source)[0] == "omission"
