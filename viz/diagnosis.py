@@ -253,10 +253,10 @@ def _listed(names: list[str]) -> str:
     return shown + (f" and {rest} more" if rest > 0 else "")
 
 
-# What the tool did, not a verdict on the translation: flags find about 70% of omitted words and 75% of
-# substituted ones (cross-validated on Multi30k val, docs/diagnosis.md), so "nothing looks wrong" overclaims.
-NOTHING_FLAGGED = "No word is flagged as unsupported or left out."    # shorter than the old sentence: a
-# phone fits the strip and its chart in the first screen (tests/test_browser_room.py)
+# What the tool did, not a verdict: flags find about 70% of omitted and 73% of substituted words
+# (cross-validated on Multi30k val, docs/diagnosis.md). Short, so that on a phone the strip and its chart
+# fit the first screen (tests/test_browser_room.py).
+NOTHING_FLAGGED = "No word is flagged as unsupported or left out."
 UNSURE_P = 0.01                     # a piece this unlikely is named even when nothing is flagged
 CANDIDATE_SCORE = 0.2               # an unflagged word named when the model is unsure (issue 30's "bike": 0.28)
 DETACHED = 0.9                      # sentence score from which the whole translation is called detached

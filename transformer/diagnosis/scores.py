@@ -29,7 +29,7 @@ import numpy as np
 
 from .lexicon import Lexicon, lexicon_for
 from .function_words import FUNCTION_WORD_SHARE, function_word_mask
-from .signals import Item, Signals, compute_signals, content_words
+from .signals import Item, Signals, compute_signals, content_words, word_texts
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS_FILE = "diagnosis.json"
@@ -103,7 +103,7 @@ def flaggable_pieces(item: Item, special: set | frozenset = frozenset(),
         output[g] = on
     source = np.zeros(len(item.source_ids), dtype=bool)
     groups, content = content_words(item.source_pieces, item.source_ids, special)
-    function = function_word_mask(["".join(str(item.source_pieces[j]) for j in g) for g in groups], language)
+    function = function_word_mask(word_texts(item.source_pieces, groups), language)
     for g, on, is_function in zip(groups, content, function):
         source[g] = on and not is_function
     return output, source
@@ -118,8 +118,7 @@ def _lexicon_evidence(lexicon: Lexicon | None, item: Item | None, sig: Signals, 
         [None] * len(output_groups)
     if lexicon is None or item is None:
         return none
-    src = ["".join(str(item.source_pieces[j]) for j in g) for g in source_groups]
-    out = ["".join(str(item.output_pieces[t]) for t in g) for g in output_groups]
+    src, out = word_texts(item.source_pieces, source_groups), word_texts(item.output_pieces, output_groups)
     expected, why = none[2], none[3]
     if piece_text is not None and sig.top_ids is not None:
         expected, why = lexicon.expected(sig.top_ids, sig.top_probs, piece_text, src, out, [g[0] for g in output_groups])

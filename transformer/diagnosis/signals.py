@@ -64,7 +64,7 @@ class Signals:
     # (put_back()); only words a lexicon says the translation lacks (lexicon.insertions), none without one
     insertion: dict = field(default_factory=dict)
     # (W,) bool: the words a flag may call left out, deleted ones less function words (function_words.py);
-    # None: every deleted word (signals built before the rule)
+    # None (a Signals made by hand): every deleted word
     may_be_left_out: np.ndarray | None = None
 
 
@@ -143,7 +143,8 @@ def forced_passes(tr, rows: list[tuple[list, list, list]], gates=None, budget: i
     return forced_pass(tr, rows, reduce, gates, budget, bf16)
 
 
-def _joined(pieces: list, groups: list) -> list[str]:
+def word_texts(pieces: list, groups: list) -> list[str]:
+    """Each group's pieces joined: the words as the lexicon and the function-word list read them."""
     return ["".join(str(pieces[j]) for j in g) for g in groups]
 
 
@@ -154,14 +155,16 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
     word's expected translation put back (Signals.insertion, put_back()), function words aside."""
     special = tr.engine.special_ids
     language = getattr(tr, "source_lang", None)
-    first, plans, left_out = [], [], []
+    first, plans, texts, left_out = [], [], [], []
     for it in items:
         null = [i for i in it.source_ids if i in special] or [it.source_ids[-1]]
         words, deleted = content_words(it.source_pieces, it.source_ids, special)
         first.append((list(it.source_ids), list(it.fed_ids), list(it.output_ids)))
         first.append((null, list(it.fed_ids), list(it.output_ids)))
+        source_words = word_texts(it.source_pieces, words)
         plans.append((null, words, deleted))
-        left_out.append(deleted & ~np.array(function_word_mask(_joined(it.source_pieces, words), language), dtype=bool))
+        texts.append(source_words)
+        left_out.append(deleted & ~np.array(function_word_mask(source_words, language), dtype=bool))
     full = forced_passes(tr, first, gates, budget, bf16, top=TOP_K)
     rows, against, starts = [], [], []
     for n, (it, (null, words, deleted)) in enumerate(zip(items, plans)):
@@ -185,9 +188,9 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
     if lexicon is not None:
         candidates = []
         for n, (it, (null, words, deleted)) in enumerate(zip(items, plans)):
-            out_words = _joined(it.output_pieces, word_groups(it.output_pieces, it.output_ids, special))
+            out_words = word_texts(it.output_pieces, word_groups(it.output_pieces, it.output_ids, special))
             candidates.append(lexicon.insertions(*full[2 * n][1], tr.tokenizer.id_to_piece,
-                                                 _joined(it.source_pieces, words), list(left_out[n]), out_words,
+                                                 texts[n], list(left_out[n]), out_words,
                                                  boundary=boundaries(it.output_ids, tr.tokenizer.id_to_piece, special)))
         for n, found in enumerate(put_back(tr, items, [s.log_p for s in out], candidates, gates, budget, bf16)):
             out[n].insertion = found
