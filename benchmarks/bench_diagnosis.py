@@ -149,13 +149,14 @@ def print_realistic(realistic: list[dict], args) -> None:
     print(f"\nRealistic in-sentence errors, val pairs 0-{args.n - 1} ({names}); cases: "
           + "; ".join(str(r[("count", "cases")]) for r in realistic) + "\n")
     signals = ["combination", "deletion drop", "unmet demand", "insertion gain", "log p", "pmi", "lexicon gap",
-               "expected translation"]
+               "expected translation", "reverse support"]
     print("| ROC AUC | " + " | ".join(signals) + " |")
     print("|---" * (len(signals) + 1) + "|")
     rows = list(dict.fromkeys(k[1] for k in realistic[0] if k[0] == "auc"))
     for row in rows:
-        cells = [" / ".join(f"{r[('auc', row, n)]:.3f}" for r in realistic) if ("auc", row, n) in realistic[0] else ""
-                 for n in signals]
+        # a signal one model lacks (the reverse support beside de-en's weights) reads "-" there
+        cells = [" / ".join(f"{r[('auc', row, n)]:.3f}" if ("auc", row, n) in r else "-" for r in realistic)
+                 if any(("auc", row, n) in r for r in realistic) else "" for n in signals]
         print(f"| {row} | " + " | ".join(cells) + " |")
     print("\n| flags | " + names + " |\n|---|---|")
     for key in realistic[0]:

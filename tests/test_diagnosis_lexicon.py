@@ -97,7 +97,7 @@ def _case(top: float):
 
 
 WEIGHTS = {"output": {"mean": [0.0] * 6, "std": [1.0] * 6, "coef": [1.0, 0.5, 0.5, 0.2, 2.0, 3.0], "bias": -3.0,
-                      "features": OUTPUT_FEATURES},
+                      "features": OUTPUT_FEATURES[:6]},
            "source": {"mean": [0.0] * 7, "std": [1.0] * 7, "coef": [0.8, 3.0, 1.0, 0.3, 2.5, 0.4, 0.3], "bias": -2.0,
                       "features": SOURCE_FEATURES},
            "sentence": {"mean": [0.0] * 10, "std": [1.0] * 10, "coef": [0.0] * 10, "bias": 0.0}}

@@ -24,7 +24,8 @@ from .warm import held, hold
 LOG = logging.getLogger("atlas_ui")
 SIGNAL_NAMES = {"log_p": "log p", "pmi": "contrastive conditioning (source gain)",
                 "deletion_drop": "source-word deletion (coverage)", "unmet_demand": "unmet demand",
-                "lexicon_gap": "a lexicon of its training data (lexicon gap, expected translation, insertion gain)"}
+                "lexicon_gap": "a lexicon of its training data (lexicon gap, expected translation, insertion gain)",
+                "reverse_support": "the model of the other direction (reverse support), not beside this copy"}
 # The panels of the Diagnosis view: one value per output piece, one per source piece. The lexicon
 # gaps are in each flag's evidence (the flag table), not panels: two more would crowd a projector.
 OUTPUT_SIGNALS = ("log_p", "pmi")

@@ -25,6 +25,7 @@ from .scores import (OUTPUT_FEATURES, SENTENCE_FEATURES, SOURCE_FEATURES, WEIGHT
                         sentence_features, word_scores)
 from .lexicon import lexicon_for
 from .protocol import KINDS, build, label, roc_auc
+from .reverse import FEATURE as REVERSE_FEATURE, add_reverse, reverse_for
 from .signals import Item, compute_signals, make_item, word_groups
 from .thresholds import choose_thresholds, put_back_expert, shift_to_half
 
@@ -134,9 +135,13 @@ class Fitted:
     feats: list
 
 
-def featurise(tr, all_cases) -> Fitted:
+def featurise(tr, all_cases, reverse=None) -> Fitted:
+    """Signals and features of every case; with `reverse` (reverse.reverse_for(tr)), the reverse support too."""
     special, lexicon = frozenset(tr.engine.special_ids), lexicon_for(tr)
-    signals = compute_signals(tr, [c.item for c in all_cases], tr.gates(None), lexicon=lexicon)
+    items = [c.item for c in all_cases]
+    signals = compute_signals(tr, items, tr.gates(None), lexicon=lexicon)
+    if reverse is not None:
+        add_reverse(reverse, items, signals, special)
     return Fitted(all_cases, [features(s, c.item, special, lexicon, tr.tokenizer.id_to_piece)
                               for s, c in zip(signals, all_cases)])
 
@@ -167,9 +172,14 @@ def word_rows(fitted: Fitted, side: str, kinds) -> tuple[np.ndarray, np.ndarray]
 
 
 def fit_word_models(fitted: Fitted) -> dict:
-    output = fit_monotone(*word_rows(fitted, "output", OUTPUT_KINDS))
+    """The output and source word models. The reverse support's column only where the cases have it
+    (featurise(..., reverse=...)): weights that name it make diagnose() load the other direction's model."""
+    names = [n for n in OUTPUT_FEATURES
+             if n != REVERSE_FEATURE or any("reverse_support" in f["raw"] for f in fitted.feats)]
+    x, y = word_rows(fitted, "output", OUTPUT_KINDS)
+    output = fit_monotone(x[:, [OUTPUT_FEATURES.index(n) for n in names]], y)
     source = fit_monotone(*word_rows(fitted, "source", SOURCE_KINDS))
-    return {"output": dict(output, features=OUTPUT_FEATURES), "source": dict(source, features=SOURCE_FEATURES)}
+    return {"output": dict(output, features=names), "source": dict(source, features=SOURCE_FEATURES)}
 
 
 def _row_aucs(score: np.ndarray, kinds: np.ndarray) -> np.ndarray:
@@ -226,10 +236,12 @@ def fit_sentence_model(fitted: Fitted, models: dict) -> tuple[dict, tuple[float,
     return emphasise(model, x, kinds)
 
 
-def fit(tr, data_dir, seed: int = 1, false_alarms: float = FALSE_ALARMS, pairs: int = DEV_PAIRS) -> dict:
+def fit(tr, data_dir, seed: int = 1, false_alarms: float = FALSE_ALARMS, pairs: int = DEV_PAIRS,
+        reverse=None) -> dict:
     """Word models, thresholds and the sentence model, all on val[FIT_FROM:FIT_FROM + pairs] (the
-    benchmark judges on val[:FIT_FROM])."""
-    return fit_features(featurise(tr, dev_cases(tr, data_dir, FIT_FROM, FIT_FROM + pairs, seed)), seed, false_alarms)
+    benchmark judges on val[:FIT_FROM]); with `reverse`, the reverse support among the output features."""
+    return fit_features(featurise(tr, dev_cases(tr, data_dir, FIT_FROM, FIT_FROM + pairs, seed), reverse), seed,
+                        false_alarms)
 
 
 def fit_features(fitted: Fitted, seed: int = 1, false_alarms: float = FALSE_ALARMS) -> dict:
@@ -253,6 +265,8 @@ def fit_features(fitted: Fitted, seed: int = 1, false_alarms: float = FALSE_ALAR
 
 
 def average(weight_sets: list[dict]) -> dict:
+    if any(w[part]["features"] != weight_sets[0][part]["features"] for w in weight_sets for part in ("output", "source")):
+        raise ValueError("weights over different features cannot be averaged (fit the default without --reverse)")
     out = {"threshold": 0.5, "fitted_on": "mean of the shipped models' weights: " + weight_sets[0]["fitted_on"]}
     for part in ("output", "source", "sentence"):
         out[part] = {key: (np.mean([w[part][key] for w in weight_sets], 0).tolist() if key != "features"
@@ -271,6 +285,8 @@ def main(argv=None) -> int:
                         help="share of unedited val references that may get a flag (default %(default)s)")
     parser.add_argument("--pairs", type=int, default=DEV_PAIRS, help="val pairs to fit on (default %(default)s)")
     parser.add_argument("--write-default", action="store_true", help="also write transformer/diagnosis/default.py")
+    parser.add_argument("--reverse", action="store_true",
+                        help="use the other direction's model beside each model's folder (diagnosis/reverse.py)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     from ..training.data import resolve_data_dir
@@ -278,7 +294,10 @@ def main(argv=None) -> int:
     fitted = []
     for model in args.model or ["pretrained/en-de", "pretrained/de-en"]:
         tr = Translator.load(model)
-        w = fit(tr, resolve_data_dir(args.data_dir), false_alarms=args.false_alarms, pairs=args.pairs)
+        reverse = reverse_for(tr) if args.reverse else None
+        if args.reverse and reverse is None:
+            parser.error(f"--reverse: no model of the other direction with the same vocabulary beside {model}")
+        w = fit(tr, resolve_data_dir(args.data_dir), false_alarms=args.false_alarms, pairs=args.pairs, reverse=reverse)
         Path(model, WEIGHTS_FILE).write_text(json.dumps(w, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {Path(model, WEIGHTS_FILE)}: output coef {np.round(w['output']['coef'], 3).tolist()}, "
               f"source coef {np.round(w['source']['coef'], 3).tolist()}")

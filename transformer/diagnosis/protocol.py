@@ -198,7 +198,7 @@ def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
     """The issue's table for one model: ROC AUC of the combination and of each raw signal alone
     (omission: -(fall of log p(translation) when the word is deleted), unmet demand, the lexicon gap,
     the insertion gain;
-    substitution: -log p of the piece, -pmi, the lexicon gap, the expected translation) over
+    substitution: -log p of the piece, -pmi, the lexicon gap, the expected translation, -reverse support) over
     non-special pieces, per kind; and
     how the flags behave."""
     out = {}
@@ -235,6 +235,10 @@ def evaluate(cases: list, diagnoses: list, special_ids: set) -> dict:
             out[("auc", name, "lexicon gap")] = pool(kinds, "output", lambda d: d.signals["output_lexicon_gap"])
         if all("expected_translation" in d.signals for d in diagnoses):
             out[("auc", name, "expected translation")] = pool(kinds, "output", lambda d: d.signals["expected_translation"])
+        if all("reverse_support" in d.signals for d in diagnoses):
+            # words the model was sure of are not tested (0): they rank below every tested word
+            out[("auc", name, "reverse support")] = pool(kinds, "output", lambda d: np.where(
+                d.signals["reverse_support"] != 0, -d.signals["reverse_support"], -1e9))
 
     def spans(d, kind):
         return [(f.start, f.end) for f in d.flags if f.kind == kind]

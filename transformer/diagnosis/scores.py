@@ -29,14 +29,16 @@ import numpy as np
 
 from .lexicon import Lexicon, lexicon_for
 from .function_words import FUNCTION_WORD_SHARE, function_word_mask
-from .signals import Item, Signals, compute_signals, content_words, word_texts
+from .reverse import FEATURE as REVERSE_FEATURE, add_reverse, reverse_column, reverse_for
+from .signals import Item, Signals, compute_signals, content_words, output_words, word_texts
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WEIGHTS_FILE = "diagnosis.json"
 # Oriented so that higher = more suspicious; the fitted coefficients are all >= 0.
 # lexicon_gap and expected_translation (lexicon.py) are 0 for models without a lexicon; weights name
 # the columns they use, so weights fitted without them (the generic default) read only their own.
-OUTPUT_FEATURES = ["neg_log_p", "neg_pmi", "neg_support", "neg_mean_log_p", "lexicon_gap", "expected_translation"]
+OUTPUT_FEATURES = ["neg_log_p", "neg_pmi", "neg_support", "neg_mean_log_p", "lexicon_gap", "expected_translation",
+                   REVERSE_FEATURE]     # reverse.py: 0 without the other direction's model
 SOURCE_FEATURES = ["neg_drop", "unmet_max", "unmet_sum", "neg_drop_max", "lexicon_gap", "insertion_gain",
                    "insertion_gain_positive"]
 INSERTION_RANGE = (-5.0, 10.0)     # nats: the gain's column is clip(gain) - low, 0 for words never put back;
@@ -79,16 +81,6 @@ def _window(x: np.ndarray, radius: int) -> np.ndarray:
 
 def _slog(x):
     return np.sign(x) * np.log1p(np.abs(x))
-
-
-def output_words(item: Item | None, T: int, special: set | frozenset = frozenset()) -> tuple[list, np.ndarray]:
-    """Output pieces grouped into words, and which groups can be flagged (not special pieces,
-    not punctuation). Without an item every piece is its own word."""
-    if item is None:
-        return [[t] for t in range(T)], np.ones(T, dtype=bool)
-    pieces = [str(p) for p in item.output_pieces]
-    special = set(special) | {i for i, p in zip(item.output_ids, pieces) if p.startswith("<") and p.endswith(">")}
-    return content_words(pieces, list(item.output_ids), special)
 
 
 def flaggable_pieces(item: Item, special: set | frozenset = frozenset(),
@@ -141,8 +133,9 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
     on = deleted if sig.may_be_left_out is None else deleted & sig.may_be_left_out   # words a flag may call left out
     groups, flaggable = output_words(item, T, special)
     source_gap, output_gap, expected, expected_why = _lexicon_evidence(lexicon, item, sig, groups, piece_text)
-    out = np.array([[(-lp[g]).max(), (-pmi[g]).max(), -support[g].max(), -lp[g].mean(), output_gap[i], expected[i]]
-                    for i, g in enumerate(groups)]).reshape(-1, len(OUTPUT_FEATURES))
+    reverse = reverse_column(sig.reverse_drop, len(groups))
+    out = np.array([[(-lp[g]).max(), (-pmi[g]).max(), -support[g].max(), -lp[g].mean(), output_gap[i], expected[i],
+                     reverse[i]] for i, g in enumerate(groups)]).reshape(-1, len(OUTPUT_FEATURES))
     per_word = drops.sum(1) if len(drops) else np.zeros(0)
     low, high = INSERTION_RANGE
     gain = [float(np.clip(sig.insertion[w][0], low, high)) if w in sig.insertion and on[w] else None
@@ -171,6 +164,11 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
         for t in g:
             expected_for[t] = expected_why[i]
     raw = {"log_p": lp, "pmi": pmi, "deletion_drop": drop_piece, "unmet_demand": unmet_piece}
+    if sig.reverse_drop is not None:       # nats; 0 where not tested (a word the model was sure of)
+        reverse_piece = np.zeros(T)
+        for i, g in enumerate(groups):
+            reverse_piece[g] = 0.0 if np.isnan(sig.reverse_drop[i]) else sig.reverse_drop[i]
+        raw["reverse_support"] = reverse_piece
     if lexicon is not None:
         raw.update(source_lexicon_gap=source_gap_piece, output_lexicon_gap=output_gap_piece,
                    expected_translation=expected_piece, insertion_gain=insertion_piece)
@@ -290,9 +288,12 @@ def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
             "min_source_gain": float(raw["pmi"][a:b].min()),
             **({"lexicon_gap": float(raw["output_lexicon_gap"][a:b].max())} if "output_lexicon_gap" in raw else {}),
             **_expected_evidence(f, raw, a, b),
+            **({"reverse_support": float(raw["reverse_support"][a:b].min())} if "reverse_support" in raw else {}),
             "explains": "low probability, the source adds little over the prefix alone (pmi, nats)"
                         + (", and no source word is one it usually translates (lexicon gap, 0-1)"
                            if "output_lexicon_gap" in raw else "")
+                        + (", and the model of the other direction writes the source about as well without it "
+                           "(reverse support, nats)" if "reverse_support" in raw else "")
                         + _expected_words(f, a, b)}))
     for a, b in _spans(omission, 0.5):
         flags.append(Flag("omission", a, b, float(omission[a:b].max()), {
@@ -367,7 +368,15 @@ def diagnose_items(tr, items: list[Item], head_mask=None, weights: dict | None =
     weights = weights or diagnosis_weights(tr)
     special, lexicon = frozenset(tr.engine.special_ids), lexicon_for(tr)
     signals = compute_signals(tr, items, tr.gates(head_mask), budget, bf16, lexicon)
-    return [combine(sig, weights, it, special, lexicon, tr.tokenizer.id_to_piece) for sig, it in zip(signals, items)]
+    wants_reverse = REVERSE_FEATURE in weights["output"].get("features", ())
+    reverse = reverse_for(tr) if wants_reverse else None
+    if reverse is not None:
+        add_reverse(reverse, items, signals, special, budget, bf16)
+    found = [combine(sig, weights, it, special, lexicon, tr.tokenizer.id_to_piece) for sig, it in zip(signals, items)]
+    if wants_reverse and reverse is None:      # the weights read a column this folder cannot give: it is 0
+        for d in found:
+            d.missing.append("reverse_support")
+    return found
 
 
 def diagnose(tr, out, head_mask=None, weights: dict | None = None) -> Diagnosis:

@@ -66,6 +66,9 @@ class Signals:
     # (W,) bool: the words a flag may call left out, deleted ones less function words (function_words.py);
     # None (a Signals made by hand): every deleted word
     may_be_left_out: np.ndarray | None = None
+    # (Wo,) per output word (output_words()): log p_rev(source | output) - log p_rev(source | output without
+    # the word) under the model of the other direction (reverse.py); NaN for words not tested; None without one
+    reverse_drop: np.ndarray | None = None
 
 
 def is_punctuation(piece: str) -> bool:
@@ -100,6 +103,16 @@ def content_words(pieces: list, ids: list, special) -> tuple[list[list[int]], np
     groups = word_groups(pieces, ids, special)
     return groups, np.array([not all(ids[j] in special or is_punctuation(pieces[j]) for j in g) for g in groups],
                             dtype=bool)
+
+
+def output_words(item: Item | None, T: int, special: set | frozenset = frozenset()) -> tuple[list, np.ndarray]:
+    """Output pieces grouped into words, and which groups can be flagged (not special pieces,
+    not punctuation). Without an item every piece is its own word."""
+    if item is None:
+        return [[t] for t in range(T)], np.ones(T, dtype=bool)
+    pieces = [str(p) for p in item.output_pieces]
+    special = set(special) | {i for i, p in zip(item.output_ids, pieces) if p.startswith("<") and p.endswith(">")}
+    return content_words(pieces, list(item.output_ids), special)
 
 
 @dataclass
@@ -152,7 +165,8 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
                     lexicon=None) -> list[Signals]:
     """Full source and null source for every item, then every content word's deletion against
     the full source's demand, in shared batches; with a lexicon, the translation with each missing
-    word's expected translation put back (Signals.insertion, put_back()), function words aside."""
+    word's expected translation put back (Signals.insertion, put_back()), function words aside.
+    The reverse support (Signals.reverse_drop) is reverse.add_reverse()'s."""
     special = tr.engine.special_ids
     language = getattr(tr, "source_lang", None)
     first, plans, texts, left_out = [], [], [], []
