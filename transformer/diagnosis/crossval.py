@@ -16,8 +16,8 @@ import numpy as np
 
 from .fit import FALSE_ALARMS, Fitted, dev_cases, featurise, fit_features
 from .protocol import evaluate
-from .reverse import reverse_for
-from .scores import scored
+from .reverse import FEATURE as REVERSE_FEATURE, reverse_for
+from .scores import diagnosis_weights, scored
 
 PARTS = ((0, 200), (300, 750), (750, 1014))     # val pairs [start, stop); 1014 = all of Multi30k val
 
@@ -49,7 +49,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--false-alarms", type=float, default=FALSE_ALARMS)
     parser.add_argument("--reverse", action="store_true",
-                        help="with the other direction's model's evidence (fit.py --reverse; default: as the shipped weights)")
+                        help="with the other direction's model's evidence (fit.py --reverse); on by default where the "
+                             "shipped weights use it")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     from ..training.data import resolve_data_dir
@@ -57,8 +58,10 @@ def main(argv=None) -> int:
     for model in args.model or ["pretrained/en-de", "pretrained/de-en"]:
         tr = Translator.load(model)
         special = set(tr.engine.special_ids)
-        reverse = reverse_for(tr) if args.reverse else None
-        if args.reverse and reverse is None:
+        # judge the procedure that made the shipped weights: with the reverse support where they use it
+        wanted = args.reverse or REVERSE_FEATURE in diagnosis_weights(tr)["output"].get("features", ())
+        reverse = reverse_for(tr) if wanted else None
+        if wanted and reverse is None:
             parser.error(f"--reverse: no model of the other direction with the same vocabulary beside {model}")
         parts = [featurise(tr, dev_cases(tr, resolve_data_dir(args.data_dir), a, b, seed=1), reverse) for a, b in PARTS]
         judged = cross_validate(parts, args.false_alarms)

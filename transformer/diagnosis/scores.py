@@ -292,8 +292,8 @@ def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
             "explains": "low probability, the source adds little over the prefix alone (pmi, nats)"
                         + (", and no source word is one it usually translates (lexicon gap, 0-1)"
                            if "output_lexicon_gap" in raw else "")
-                        + (", and the model of the other direction writes the source about as well without it "
-                           "(reverse support, nats)" if "reverse_support" in raw else "")
+                        + (", and the model of the other direction does not need it to write the source (reverse "
+                           "support: how much less likely the source is without it, nats)" if "reverse_support" in raw else "")
                         + _expected_words(f, a, b)}))
     for a, b in _spans(omission, 0.5):
         flags.append(Flag("omission", a, b, float(omission[a:b].max()), {
