@@ -177,7 +177,8 @@ def fit_word_models(fitted: Fitted) -> dict:
     names = [n for n in OUTPUT_FEATURES
              if n != REVERSE_FEATURE or any("reverse_support" in f["raw"] for f in fitted.feats)]
     x, y = word_rows(fitted, "output", OUTPUT_KINDS)
-    output = fit_monotone(x[:, [OUTPUT_FEATURES.index(n) for n in names]], y)
+    # C order, as word_rows builds it: the same sums, so a fit without the column repeats the old one bit for bit
+    output = fit_monotone(np.ascontiguousarray(x[:, [OUTPUT_FEATURES.index(n) for n in names]]), y)
     source = fit_monotone(*word_rows(fitted, "source", SOURCE_KINDS))
     return {"output": dict(output, features=names), "source": dict(source, features=SOURCE_FEATURES)}
 

@@ -189,7 +189,8 @@ def _columns(model: dict, x: np.ndarray, side: str) -> np.ndarray:
     if not names:
         return x[:, :len(model["coef"])]
     full = FEATURES[side]
-    return x if list(names) == full else x[:, [full.index(n) for n in names]]
+    # C order, like x: the same products, so weights without a newer column score exactly as before it
+    return x if list(names) == full else np.ascontiguousarray(x[:, [full.index(n) for n in names]])
 
 
 def word_scores(weights: dict, f: dict, side: str, function_words: bool = True) -> np.ndarray:
