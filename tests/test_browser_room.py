@@ -212,6 +212,20 @@ def test_every_view_is_legible_on_a_phone(pages, app_url, view):
         assert cut == [], name
         assert min((label["size"] for label in chart["labels"] if label["tick"]), default=9) >= 9, name
     assert page.locator('[data-testid="stPlotlyChart"] .colorbar').count() == 0
+    # no plotly tool bar: without hover a touch screen keeps it up, over the chart's title
+    assert page.locator('[data-testid="stPlotlyChart"] .modebar-btn').count() == 0
+    assert page.problems == []
+
+
+def test_a_desktop_keeps_the_chart_tool_bar_a_phone_does_not(pages, app_url):
+    """The camera button (download the chart as a picture) stays on a desktop; a phone gets none."""
+    camera = '[data-testid="stPlotlyChart"] .modebar-btn[data-title^="Download plot"]'
+    page = pages.open(view_link(app_url, "Heatmap", SENTENCES[10]), viewport=PROJECTOR)
+    wait_charts_drawn(page)
+    assert page.locator(camera).count() >= 1
+    page = pages.open(view_link(app_url, "Heatmap", SENTENCES[10]), viewport=PHONE, phone=True)
+    wait_charts_drawn(page)
+    assert page.locator(camera).count() == 0
     assert page.problems == []
 
 

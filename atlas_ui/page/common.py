@@ -56,6 +56,8 @@ def chart(fig, key: str, max_height: int = PRESENTER_MAX_HEIGHT, **kwargs):
     """Draw a plotly figure with the project's toolbar config and the figure's own colours
     (readable on light and dark pages alike); larger fonts in presenter mode, the figure at most
     `max_height` px tall there (what the slide has left for it)."""
+    image_format = state.kept("image_format", "png")
+    config = PLOTLY_CONFIG if image_format == "png" else svg_config()
     if state.kept("presenter", False):
         fig = presenter_figure(fig, max_height=max_height)
         height, lowest = fig.layout.height, min(PRESENTER_MIN_HEIGHT, max_height)
@@ -63,8 +65,9 @@ def chart(fig, key: str, max_height: int = PRESENTER_MAX_HEIGHT, **kwargs):
             fig.update_layout(height=lowest)      # a copy already: the slide's picture
     elif on_a_phone():
         fig = phone_version(fig, phone_figure)
-    image_format = state.kept("image_format", "png")
-    config = PLOTLY_CONFIG if image_format == "png" else svg_config()
+        # a touch screen has no hover, so plotly.js keeps its tool bar up for good, over the chart's
+        # title on a 390-px screen; Streamlit's own full-screen button stays
+        config = {**config, "displayModeBar": False}
     return st.plotly_chart(fig, key=key, config=config, theme=None, width="stretch", **kwargs)
 
 
