@@ -183,6 +183,23 @@ def translator():
     return Translator.load(models[DEFAULT_MODEL if DEFAULT_MODEL in models else next(iter(models))], device="cpu")
 
 
+def _pretrained(name: str):
+    from transformer import Translator
+    return Translator.load(REPO / "pretrained" / name, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def en_de():
+    """Our shipped en-de model on the CPU, loaded once per module (what one module does to it no other sees)."""
+    return _pretrained("en-de")
+
+
+@pytest.fixture(scope="module")
+def de_en():
+    """Our shipped de-en model on the CPU, loaded once per module."""
+    return _pretrained("de-en")
+
+
 # ---- tiny Hugging Face models: each family built once a session, on first use ------------------
 def _stamp(folder: Path) -> dict[str, tuple[int, int]]:
     return {str(f.relative_to(folder)): (f.stat().st_size, f.stat().st_mtime_ns)

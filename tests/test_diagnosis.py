@@ -24,11 +24,6 @@ PAIRS = [("Two dogs are playing in the snow.", "Zwei Hunde spielen im Schnee."),
 
 
 @pytest.fixture(scope="module")
-def en_de():
-    return Translator.load(REPO / "pretrained" / "en-de", device="cpu")
-
-
-@pytest.fixture(scope="module")
 def hf_models(hf_dirs):
     return {name: hf_dirs.load(name, source_lang="en", target_lang="de") for name in ("marian", "t5", "bart")}
 

@@ -6,7 +6,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transformer import Translator
 from transformer.diagnosis.lexicon import lexicon_for
 from transformer.diagnosis.scores import diagnosis_weights, features, word_scores
 from transformer.diagnosis.signals import compute_signals, is_punctuation, make_item
@@ -15,16 +14,6 @@ from viz.diagnosis import NOTHING_FLAGGED, diagnosis_summary, words_of
 REPO = Path(__file__).resolve().parents[1]
 BIKE = "A man is riding a bike."
 GIRL = "A little girl is climbing into a wooden playhouse."
-
-
-@pytest.fixture(scope="module")
-def en_de():
-    return Translator.load(REPO / "pretrained" / "en-de", device="cpu")
-
-
-@pytest.fixture(scope="module")
-def de_en():
-    return Translator.load(REPO / "pretrained" / "de-en", device="cpu")
 
 
 def flagged_words(out, kind: str) -> list[str]:

@@ -16,16 +16,6 @@ REPO = Path(__file__).resolve().parents[1]
 BIKE = "A man is riding a bike."
 
 
-@pytest.fixture(scope="module")
-def en_de():
-    return Translator.load(REPO / "pretrained" / "en-de", device="cpu")
-
-
-@pytest.fixture(scope="module")
-def de_en():
-    return Translator.load(REPO / "pretrained" / "de-en", device="cpu")
-
-
 def _log_p(tr, source: str, target: str) -> tuple[float, list]:
     """log p(target | source) through the public API: the lens's last site is the model's own
     distribution (api.md), forced decoding gives p of each forced piece."""

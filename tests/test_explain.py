@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO
 from transformer import Translator
 from transformer.explain.alti import decompose
 from transformer.config import ModelConfig
@@ -19,11 +18,6 @@ from transformer.model import BOS_ID, MultiHeadAttention, Transformer
 
 SENTENCE = "A man in a red jacket is riding his bicycle down a narrow street."
 KINDS = ("encoder_self", "decoder_self", "cross")
-
-
-@pytest.fixture(scope="module")
-def en_de():
-    return Translator.load(REPO / "pretrained" / "en-de", device="cpu")
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO
 from transformer import Translator
 from transformer.capture import capture
 from transformer.config import ModelConfig
@@ -145,11 +144,6 @@ def _compare(tr, pre_ln: bool):
     assert ex.logits_check <= 1e-4
     return (float(np.abs(ours - total).max()), float(np.abs(ex.encoder_contribution - enc).max()),
             float(np.abs(ours - no_bias.numpy()).max()))
-
-
-@pytest.fixture(scope="module")
-def en_de():
-    return Translator.load(REPO / "pretrained" / "en-de", device="cpu")
 
 
 def test_shipped_en_de_matches_the_authors_definition(en_de):

@@ -9,20 +9,14 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO, random_sentences
+from conftest import random_sentences
 from hf_tiny import LANGUAGES
-from transformer import Translator
 from transformer.capture import capture, trace_from
 from transformer.decoding import forced_logits, length_normalizer
 
 KINDS = ("encoder_self", "decoder_self", "cross")
 EN = "A man in a blue shirt is riding a bike down the street."
 TINY_SENTENCE = "red dog runs big tree"
-
-
-@pytest.fixture(scope="module")
-def en_de():
-    return Translator.load(REPO / "pretrained" / "en-de", device="cpu")
 
 
 @pytest.fixture(params=["tiny", "en-de"])
