@@ -9,7 +9,8 @@ import pytest
 
 from transformer import Translator
 from transformer.diagnosis import reverse as R
-from transformer.diagnosis.scores import OUTPUT_FEATURES, diagnosis_weights, features, word_scores
+from transformer.diagnosis.scores import (OUTPUT_FEATURES, REVERSE_CLIP, diagnosis_weights, features,
+                                          reverse_column, word_scores)
 from transformer.diagnosis.signals import compute_signals, make_item, output_words
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,12 +76,12 @@ def test_only_uncertain_words_are_tested_and_untested_ones_count_as_supported(en
     assert tested.any() and not tested.all()
     column = features(sig[0], item, frozenset(en_de.engine.special_ids))["output"][:, OUTPUT_FEATURES.index(R.FEATURE)]
     assert (column[~tested] == 0).all()
-    assert ((column[tested] >= 0) & (column[tested] <= 2 * R.REVERSE_CLIP)).all()
+    assert ((column[tested] >= 0) & (column[tested] <= 2 * REVERSE_CLIP)).all()
 
 
 def test_less_reverse_support_never_lowers_the_hallucination_score(en_de):
     drops = np.linspace(-30, 30, 121)
-    column = R.reverse_column(drops, len(drops))
+    column = reverse_column(drops, len(drops))
     assert (np.diff(column) <= 0).all() and column[0] > column[-1]   # less support, higher column
     weights = diagnosis_weights(en_de)
     assert R.FEATURE in weights["output"]["features"]

@@ -27,8 +27,7 @@ import numpy as np
 from .signals import Signals, forced_passes, output_words
 
 REVERSE_GATE = 0.05          # a word is tested when one of its pieces has p below this
-REVERSE_CLIP = 3.0           # the feature: clip(-slog(drop), -3, 3) + 3 for tested words, 0 for the rest
-FEATURE = "reverse_unsupported"
+FEATURE = "reverse_unsupported"        # its output column (scores.reverse_column)
 
 
 def _identity(folder: Path) -> tuple[str, str, bytes] | None:
@@ -106,14 +105,6 @@ def reverse_support(reverse, items: list, groups: list[list], tested: list[np.nd
                 drop[w] = full - float(np.sum(passes[start + 1 + k][0], dtype=np.float64))
         out.append(drop)
     return out
-
-
-def reverse_column(drop: np.ndarray | None, n_words: int) -> np.ndarray:
-    """The output words' FEATURE column: higher = the source needs the word less. 0 for untested words."""
-    if drop is None:
-        return np.zeros(n_words)
-    slog = np.sign(drop) * np.log1p(np.abs(drop))
-    return np.where(np.isnan(drop), 0.0, np.clip(-np.nan_to_num(slog), -REVERSE_CLIP, REVERSE_CLIP) + REVERSE_CLIP)
 
 
 def add_reverse(reverse, items: list, signals: list[Signals], special, budget: int | None = None,

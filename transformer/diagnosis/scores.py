@@ -29,7 +29,7 @@ import numpy as np
 
 from .lexicon import Lexicon, lexicon_for
 from .function_words import FUNCTION_WORD_SHARE, function_word_mask
-from .reverse import FEATURE as REVERSE_FEATURE, add_reverse, reverse_column, reverse_for
+from .reverse import FEATURE as REVERSE_FEATURE, add_reverse, reverse_for
 from .signals import Item, Signals, compute_signals, content_words, output_words, word_texts
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -81,6 +81,18 @@ def _window(x: np.ndarray, radius: int) -> np.ndarray:
 
 def _slog(x):
     return np.sign(x) * np.log1p(np.abs(x))
+
+
+REVERSE_CLIP = 3.0      # the reverse support's column: clip(-slog(support), -3, 3) + 3 for tested words, 0 for the rest
+
+
+def reverse_column(drop: np.ndarray | None, n_words: int) -> np.ndarray:
+    """The output words' REVERSE_FEATURE column from Signals.reverse_drop: higher = the source needs the
+    word less; 0 for untested words (NaN) and without a reverse model (None)."""
+    if drop is None:
+        return np.zeros(n_words)
+    tested = ~np.isnan(drop)
+    return np.where(tested, np.clip(-_slog(np.where(tested, drop, 0.0)), -REVERSE_CLIP, REVERSE_CLIP) + REVERSE_CLIP, 0.0)
 
 
 def flaggable_pieces(item: Item, special: set | frozenset = frozenset(),
