@@ -50,12 +50,30 @@ def test_a_gap_is_the_usual_translation_missing():
     present = ["ein", "blaues", "auto"]
     gaps = lex.gaps(["a", "blue", "car", "red", "zebra", "."], present, "source")
     assert gaps[0] == 0 and gaps[1] == 0 and gaps[2] == 0                # their translations are there
-    # "rotes" is not; "ein" co-occurs with "red" in all 10 of its pairs: 2*10/(10+15) = 0.8 of it explained
-    assert gaps[3] == pytest.approx(1.0 - 0.8)
+    # "rotes" is not; "ein" co-occurs with "red" in all 10 of its pairs (Dice 0.8), but a function word is
+    # never a translation (function_stems): only "auto" explains some of it, 2*5/(10+10) = 0.5
+    assert lex.by_source[5]["red"]["ein"] == pytest.approx(0.8)
+    assert gaps[3] == pytest.approx(1.0 - 0.5)
     assert gaps[4] == 0 and gaps[5] == 0                                 # unknown word, punctuation: no evidence
     assert lex.gaps(["red"], ["blaues", "auto"], "source")[0] == pytest.approx(1.0 - 2 * 5 / 20)   # "auto" only
     back = lex.gaps(["ein", "rotes", "auto"], ["a", "blue", "car"], "target")
-    assert back[1] == pytest.approx(1.0 - 0.8) and back[0] == 0 and back[2] == 0   # "a" explains "rotes" best
+    assert back[1] == pytest.approx(1.0 - 0.5) and back[0] == 0 and back[2] == 0   # "car" explains "rotes" best
+
+
+def test_a_function_word_is_never_a_translation():
+    """"am Strand": "am" stands beside "beach" more often than "Strand" does at four characters, so before
+    this rule "am" in a translation counted as "beach" translated, and a dropped "Strand" was not missing."""
+    lex = Lexicon("en", "de")
+    for length in STEMS:
+        lex.add(length, "beach"[:length], "am", 0.50)
+        lex.add(length, "beach"[:length], "stran"[:length], 0.45)
+        lex.add(length, "the", "am", 0.3)
+    assert lex.usual("beach", 5) == {"stran"}
+    assert lex.gaps(["beach"], ["am", "Meer"], "source") == [pytest.approx(0.45)]
+    assert lex.gaps(["beach"], ["am", "Strand"], "source") == [0.0]
+    assert lex.gaps(["the"], ["Meer"], "source") == [0.0]              # a function word has no translation
+    assert lex.gaps(["am"], ["the", "beach"], "target") == [0.0]
+    assert {w for _, w, _ in lex._missing(["A", "beach"], [True, True], ["am", "Meer"])} == {1}   # at each stem length
     assert lex.gaps(["▁red"], ["▁rot" + "es"], "source") == [0.0]        # pieces joined into words
 
 

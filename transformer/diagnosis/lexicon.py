@@ -39,6 +39,15 @@ COUNTED_STEM = 4           # for put-backs, an output word of at least this many
 WORD = re.compile(r"\w+")
 
 
+@lru_cache(maxsize=32)
+def function_stems(language: str, length: int) -> frozenset:
+    """The stems of a language's function words (function_words.py): 'am', 'im', 'ein' are never a word's
+    translation, however often they stand beside it ("am Strand": Dice(beach, am) 0.50 against 0.35 for
+    'stra' at 4 characters, so "am" in a translation counted as "beach" translated)."""
+    from .function_words import FUNCTION_WORDS, language_key
+    return frozenset(s for s in (stem(w, length) for w in FUNCTION_WORDS.get(language_key(language), ())) if s)
+
+
 def stem(word: str, length: int = STEMS[-1]) -> str | None:
     """The lexicon's key for a word or a word's pieces joined ('▁Fahr' 'rad' -> 'fahrr'); None for
     punctuation and special pieces."""
@@ -74,7 +83,11 @@ class Lexicon:
                     lex.add(length, x, y, round(dice, 4))
         return lex
 
+    # (side, length, stem) -> row(): derived from the tables once, shared by every call (read only after)
+    _rows: dict = field(default_factory=dict, repr=False, compare=False)
+
     def add(self, length: int, source_stem: str, target_stem: str, dice: float) -> None:
+        self._rows.clear()
         self.by_source.setdefault(length, {}).setdefault(source_stem, {})[target_stem] = dice
         self.by_target.setdefault(length, {}).setdefault(target_stem, {})[source_stem] = dice
 
@@ -100,6 +113,21 @@ class Lexicon:
             by_target.setdefault(n, {}).setdefault(t, {})[s] = d
         return lex
 
+    def row(self, side: str, length: int, key: str | None) -> dict:
+        """A stem's associations (other side's stem -> Dice) as translations: none for a function word,
+        and never a function word of the other side (function_stems)."""
+        if key is None:
+            return {}
+        found = self._rows.get((side, length, key))
+        if found is None:
+            mine, theirs = ((self.source_lang, self.target_lang) if side == "source"
+                            else (self.target_lang, self.source_lang))
+            row = (self.by_source if side == "source" else self.by_target).get(length, {}).get(key, {})
+            found = {} if key in function_stems(mine, length) else \
+                {t: d for t, d in row.items() if t not in function_stems(theirs, length)}
+            self._rows[(side, length, key)] = found
+        return found
+
     def gaps(self, words: list[str], other: list[str], side: str) -> list[float]:
         """Per word (text or joined pieces), how much stronger its usual translation is than the best
         one among `other`'s words: top Dice - best Dice present, in [0, 1], 0 where it has no usual
@@ -107,14 +135,11 @@ class Lexicon:
         German word's inflections and compounds ('rote', 'roten'; 'Holzbank', 'Holzsteg' -> 'holz'),
         long ones keep apart what short ones conflate ('fahren', 'Fahrrad'). side: "source" (is the
         word's translation among `other`?) or "target" (is any of `other` a word it translates?)."""
-        tables = self.by_source if side == "source" else self.by_target
         out = np.zeros(len(words))
         for length in STEMS:
-            table = tables.get(length, {})
             present = {s for s in (stem(w, length) for w in other) if s}
             for i, w in enumerate(words):
-                key = stem(w, length)
-                row = table.get(key) if key else None
+                row = self.row(side, length, stem(w, length))
                 top = max(row.values()) if row else 0.0
                 if top >= MIN_TOP:
                     out[i] += top - max((d for t, d in row.items() if t in present), default=0.0)
@@ -123,8 +148,7 @@ class Lexicon:
 
     def usual(self, word: str, length: int) -> set:
         """The target stems `word` is usually translated by (Dice >= USUAL x its best, best >= MIN_TOP)."""
-        key = stem(word, length)
-        row = self.by_source.get(length, {}).get(key, {}) if key else {}
+        row = self.row("source", length, stem(word, length))
         top = max(row.values(), default=0.0)
         return {t for t, d in row.items() if d >= USUAL * top} if top >= MIN_TOP else set()
 
@@ -195,9 +219,8 @@ class Lexicon:
             wants = [(w, word, self.usual(word, length) if on else set())
                      for w, (word, on) in enumerate(zip(source_words, content))]
             if counted:
-                table = self.by_source.get(length, {})
                 left = {t: (n if len(t) >= COUNTED_STEM else len(source_words)) for t, n in present.items()}
-                pairs = sorted(((table.get(stem(word, length), {}).get(t, 0.0), w, t) for w, word, wanted in wants
+                pairs = sorted(((self.row("source", length, stem(word, length)).get(t, 0.0), w, t) for w, word, wanted in wants
                                 for t in wanted if t in left), key=lambda x: (-x[0], x[1], x[2]))
                 covered = set()
                 for _, w, t in pairs:

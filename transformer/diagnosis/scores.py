@@ -38,7 +38,8 @@ WEIGHTS_FILE = "diagnosis.json"
 # lexicon_gap and expected_translation (lexicon.py) are 0 for models without a lexicon; weights name
 # the columns they use, so weights fitted without them (the generic default) read only their own.
 OUTPUT_FEATURES = ["neg_log_p", "neg_pmi", "neg_support", "neg_mean_log_p", "lexicon_gap", "expected_translation",
-                   REVERSE_FEATURE]     # reverse.py: 0 without the other direction's model
+                   REVERSE_FEATURE,     # reverse.py: 0 without the other direction's model
+                   "unmet_here"]        # unmet_here(): a source word wanted, at this word's step, what the rest never writes
 SOURCE_FEATURES = ["neg_drop", "unmet_max", "unmet_sum", "neg_drop_max", "lexicon_gap", "insertion_gain",
                    "insertion_gain_positive"]
 INSERTION_RANGE = (-5.0, 10.0)     # nats: the gain's column is clip(gain) - low, 0 for words never put back;
@@ -95,6 +96,18 @@ def reverse_column(drop: np.ndarray | None, n_words: int) -> np.ndarray:
     return np.where(tested, np.clip(-_slog(np.where(tested, drop, 0.0)), -REVERSE_CLIP, REVERSE_CLIP) + REVERSE_CLIP, 0.0)
 
 
+def unmet_here(sig: Signals, deleted: np.ndarray, groups: list) -> np.ndarray:
+    """(Wo,) per output word, the largest unmet demand of one deleted source word at the word's first step:
+    the probability mass that source word moved there onto pieces the rest of the translation never
+    writes (signals.py). A wrong word stands where a source word wanted its own translation, which never
+    comes ("veterinarian" where "inmitten" wanted "middle"); the lexicon's expected translation asks the
+    same of known translations only, this asks it of whatever the model wanted, lexicon or not."""
+    unmet = np.asarray(sig.unmet)[np.asarray(deleted, dtype=bool)]                       # (W', T)
+    if not len(unmet):
+        return np.zeros(len(groups))
+    return np.array([float(unmet[:, g[0]].max()) for g in groups])
+
+
 def flaggable_pieces(item: Item, special: set | frozenset = frozenset(),
                      language: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(T,) and (S,) bool: the output and source pieces of words a flag may cover. The others
@@ -146,8 +159,9 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
     groups, flaggable = output_words(item, T, special)
     source_gap, output_gap, expected, expected_why = _lexicon_evidence(lexicon, item, sig, groups, piece_text)
     reverse = reverse_column(sig.reverse_drop, len(groups))
+    here = unmet_here(sig, deleted, groups)
     out = np.array([[(-lp[g]).max(), (-pmi[g]).max(), -support[g].max(), -lp[g].mean(), output_gap[i], expected[i],
-                     reverse[i]] for i, g in enumerate(groups)]).reshape(-1, len(OUTPUT_FEATURES))
+                     reverse[i], here[i]] for i, g in enumerate(groups)]).reshape(-1, len(OUTPUT_FEATURES))
     per_word = drops.sum(1) if len(drops) else np.zeros(0)
     low, high = INSERTION_RANGE
     gain = [float(np.clip(sig.insertion[w][0], low, high)) if w in sig.insertion and on[w] else None
@@ -170,12 +184,12 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
             text = "".join(str(piece_text(i)) for i in sig.insertion[w][3]) if piece_text is not None else None
             for j in group:
                 inserted_for[j] = (text, sig.insertion[w][0])
-    output_gap_piece, expected_piece, expected_for = np.zeros(T), np.zeros(T), [None] * T
+    output_gap_piece, expected_piece, expected_for, here_piece = np.zeros(T), np.zeros(T), [None] * T, np.zeros(T)
     for i, g in enumerate(groups):
-        output_gap_piece[g], expected_piece[g] = output_gap[i], expected[i]
+        output_gap_piece[g], expected_piece[g], here_piece[g] = output_gap[i], expected[i], here[i]
         for t in g:
             expected_for[t] = expected_why[i]
-    raw = {"log_p": lp, "pmi": pmi, "deletion_drop": drop_piece, "unmet_demand": unmet_piece}
+    raw = {"log_p": lp, "pmi": pmi, "deletion_drop": drop_piece, "unmet_demand": unmet_piece, "unmet_here": here_piece}
     if sig.reverse_drop is not None:       # nats; 0 where not tested (a word the model was sure of)
         reverse_piece = np.zeros(T)
         for i, g in enumerate(groups):
@@ -293,6 +307,7 @@ def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
     hallucination, omission = hallucination.astype(np.float32), omission.astype(np.float32)
     sentence = float(_predict(weights["sentence"], sentence_features(f, hallucination)[None])[0])
     raw = f["raw"]
+    reads_here = "unmet_here" in weights["output"].get("features", ()) and "unmet_here" in raw
     flags = []
     for a, b in _spans(hallucination, 0.5):
         flags.append(Flag("hallucination", a, b, float(hallucination[a:b].max()), {
@@ -302,11 +317,14 @@ def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
             **({"lexicon_gap": float(raw["output_lexicon_gap"][a:b].max())} if "output_lexicon_gap" in raw else {}),
             **_expected_evidence(f, raw, a, b),
             **({"reverse_support": float(raw["reverse_support"][a:b].min())} if "reverse_support" in raw else {}),
+            **({"unmet_here": float(raw["unmet_here"][a:b].max())} if reads_here else {}),
             "explains": "low probability, the source adds little over the prefix alone (pmi, nats)"
                         + (", and no source word is one it usually translates (lexicon gap, 0-1)"
                            if "output_lexicon_gap" in raw else "")
                         + (", and the model of the other direction does not need it to write the source (reverse "
                            "support: how much less likely the source is without it, nats)" if "reverse_support" in raw else "")
+                        + (", and a source word wanted another word here, which the translation never writes "
+                           "(unmet demand here, 0-1)" if reads_here else "")
                         + _expected_words(f, a, b)}))
     for a, b in _spans(omission, 0.5):
         flags.append(Flag("omission", a, b, float(omission[a:b].max()), {
