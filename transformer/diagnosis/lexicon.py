@@ -83,7 +83,8 @@ class Lexicon:
                     lex.add(length, x, y, round(dice, 4))
         return lex
 
-    # (side, length, stem) -> row(): derived from the tables once, shared by every call (read only after)
+    # (side, length, stem) -> row(): derived from the tables once per stem looked up and shared by every call
+    # (no call's state: the same for all of them; at most the tables' size)
     _rows: dict = field(default_factory=dict, repr=False, compare=False)
 
     def add(self, length: int, source_stem: str, target_stem: str, dice: float) -> None:

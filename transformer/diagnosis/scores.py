@@ -100,8 +100,8 @@ def unmet_here(sig: Signals, deleted: np.ndarray, groups: list) -> np.ndarray:
     """(Wo,) per output word, the largest unmet demand of one deleted source word at the word's first step:
     the probability mass that source word moved there onto pieces the rest of the translation never
     writes (signals.py). A wrong word stands where a source word wanted its own translation, which never
-    comes ("veterinarian" where "inmitten" wanted "middle"); the lexicon's expected translation asks the
-    same of known translations only, this asks it of whatever the model wanted, lexicon or not."""
+    comes ("dog" in "A man rides a dog." for "Ein Mann fährt Fahrrad.": 0.91); the lexicon's expected
+    translation asks the same of known translations only, this of whatever the model wanted."""
     unmet = np.asarray(sig.unmet)[np.asarray(deleted, dtype=bool)]                       # (W', T)
     if not len(unmet):
         return np.zeros(len(groups))
