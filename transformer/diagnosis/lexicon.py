@@ -26,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .function_words import FUNCTION_WORDS, language_key
+
 LEXICON_FILE = "lexicon.tsv.gz"
 STEMS = (4, 5)             # characters kept of each lowercased word, one table per length (see gaps())
 MIN_COUNT = 5              # pairs a word must occur in to be known
@@ -44,7 +46,6 @@ def function_stems(language: str, length: int) -> frozenset:
     """The stems of a language's function words (function_words.py): 'am', 'im', 'ein' are never a word's
     translation, however often they stand beside it ("am Strand": Dice(beach, am) 0.50 against 0.35 for
     'stra' at 4 characters, so "am" in a translation counted as "beach" translated)."""
-    from .function_words import FUNCTION_WORDS, language_key
     return frozenset(s for s in (stem(w, length) for w in FUNCTION_WORDS.get(language_key(language), ())) if s)
 
 
