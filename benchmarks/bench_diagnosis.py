@@ -95,7 +95,7 @@ def run_model(path: str, data_dir, n: int, alti: bool, bf16: bool = False):
                       "ALTI+": lambda d, e: -e["coverage"] if e else None,
                       "combination": lambda d, e: d.omission}))
     for row, cases_, side, signals_ in piece_rows:
-        flaggable_of = [flaggable_pieces(c.item, special, tr.source_lang)[0 if side == "output" else 1] for c, _, _ in cases_]
+        flaggable_of = [flaggable_pieces(c.item, special, tr.source_lang, tr.target_lang)[0 if side == "output" else 1] for c, _, _ in cases_]
         for only_flaggable in (False, True):
             name_row = row + (", flaggable words" if only_flaggable else "")
             for name, f in {**signals_, "perfect word scores": None}.items():

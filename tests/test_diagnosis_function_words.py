@@ -1,7 +1,7 @@
-"""Function words are never called left out (transformer/diagnosis/function_words.py): they are still
-deleted, so their support for output pieces still counts, but they get no omission score, no put-back,
-and the benchmark's flaggable-word rows leave them out (the pipeline on a real model:
-tests/test_diagnosis_cases.py)."""
+"""Function words are never called left out, nor unsupported (transformer/diagnosis/function_words.py):
+source ones are still deleted, so their support for output pieces still counts, but they get half their
+omission score, no put-back, and the benchmark's flaggable-word rows leave them out; output ones get
+half their hallucination score (the pipeline on a real model: tests/test_diagnosis_cases.py)."""
 import numpy as np
 import pytest
 
@@ -25,7 +25,8 @@ def test_the_benchmarks_flaggable_rows_leave_function_words_out():
                 ["\u2581A", "\u2581bi", "ke", "\u2581.", "</s>"], ["\u2581Ein", "\u2581Fahr", "rad", ".", "</s>"])
     assert flaggable_pieces(item, {2}, "en")[1].tolist() == [False, True, True, False, False]
     assert flaggable_pieces(item, {2})[1].tolist() == [True, True, True, False, False]      # no language: as before
-    assert flaggable_pieces(item, {2}, "en")[0].tolist() == [True, True, True, False, False]   # output side unchanged
+    assert flaggable_pieces(item, {2}, "en")[0].tolist() == [True, True, True, False, False]   # no output language
+    assert flaggable_pieces(item, {2}, "en", "de")[0].tolist() == [False, True, True, False, False]   # "Ein"
     assert np.asarray(flaggable_pieces(item, {2}, "de")[1]).tolist() == [True, True, True, False, False]
 
 
@@ -61,3 +62,32 @@ def test_a_function_word_shows_half_its_score_and_never_counts_where_the_lines_a
                                    {"output": output, "source": model}, 0.075)
     assert line <= 0.3 + 1e-9                      # the omitted word is found
     assert word_scores({"source": model}, built[0][1], "source")[0] > 0.3   # though a reference's "the" shows more
+
+
+def test_an_output_function_word_is_never_called_unsupported_but_shows_half_its_score(de_en):
+    """Through the real pipeline: the output's "a" and "the" are never flaggable, whatever their
+    evidence; content words, pronouns and negation stay flaggable."""
+    from transformer.diagnosis.scores import OUTPUT_FEATURES, features, word_scores
+    from transformer.diagnosis.signals import compute_signals, make_item, output_words, word_texts
+    special = frozenset(de_en.engine.special_ids)
+    item = make_item(de_en, "Ein Mann fährt kein Fahrrad.", "The man is not riding a horse on the moon.")
+    sig = compute_signals(de_en, [item])[0]
+    groups, flaggable = output_words(item, len(item.output_ids), special)
+    words = word_texts(item.output_pieces, groups)
+    f = features(sig, item, special)
+    function = dict(zip(words, f["output_function"]))
+    may = dict(zip(words, f["output_flaggable"]))
+    assert [w for w in words if function[w]] == ["\u2581The", "\u2581is", "\u2581a", "\u2581on", "\u2581the"]
+    assert all(may[w] for w in ("\u2581man", "\u2581not", "\u2581riding", "\u2581horse", "\u2581moon"))
+    assert not any(may[w] for w in words if function[w]) and not may["."]
+    width = len(OUTPUT_FEATURES)
+    sure = {"output": {"mean": [0.0] * width, "std": [1.0] * width, "coef": [0.0] * width, "bias": 3.0}}
+    scores = word_scores(sure, f, "output")           # every word's model score is sigmoid(3)
+    full = 1 / (1 + np.exp(-3.0))
+    by_word = {w: scores[g[0]] for w, g in zip(words, groups)}
+    assert by_word["\u2581horse"] == pytest.approx(full) and by_word["\u2581a"] == pytest.approx(full / 2)
+    assert by_word["\u2581a"] < 0.5                   # under the flag line, whatever the evidence
+    assert word_scores(sure, f, "output", function_words=False)[groups[words.index("\u2581a")][0]] == 0.0
+    # a Signals made by hand (no output language known) keeps every flaggable word flaggable, as before
+    sig.may_be_unsupported = None
+    assert features(sig, item, special)["output_flaggable"].tolist() == flaggable.tolist()

@@ -108,16 +108,18 @@ def unmet_here(sig: Signals, deleted: np.ndarray, groups: list) -> np.ndarray:
     return np.array([float(unmet[:, g[0]].max()) for g in groups])
 
 
-def flaggable_pieces(item: Item, special: set | frozenset = frozenset(),
-                     language: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+def flaggable_pieces(item: Item, special: set | frozenset = frozenset(), language: str | None = None,
+                     output_language: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(T,) and (S,) bool: the output and source pieces of words a flag may cover. The others
     (special pieces, punctuation: never "unsupported" or "left out"; function words of the source
-    `language`: never "left out") score 0 by design, so a benchmark that pools them with the rest
-    measures that rule as much as the scores."""
+    `language`: never "left out"; of the `output_language`: never "unsupported") score 0 or a share
+    of their score by design, so a benchmark that pools them with the rest measures that rule as much
+    as the scores."""
     groups, flaggable = output_words(item, len(item.output_ids), special)
     output = np.zeros(len(item.output_ids), dtype=bool)
-    for g, on in zip(groups, flaggable):
-        output[g] = on
+    function = function_word_mask(word_texts(item.output_pieces, groups), output_language)
+    for g, on, is_function in zip(groups, flaggable, function):
+        output[g] = on and not is_function
     source = np.zeros(len(item.source_ids), dtype=bool)
     groups, content = content_words(item.source_pieces, item.source_ids, special)
     function = function_word_mask(word_texts(item.source_pieces, groups), language)
@@ -157,6 +159,8 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
     support = drops[deleted].max(0) if deleted.any() else np.zeros(T)            # (T,) best single word's support
     on = deleted if sig.may_be_left_out is None else deleted & sig.may_be_left_out   # words a flag may call left out
     groups, flaggable = output_words(item, T, special)
+    # words a flag may call unsupported: flaggable ones less the target language's function words
+    may = flaggable if sig.may_be_unsupported is None else flaggable & np.asarray(sig.may_be_unsupported, dtype=bool)
     source_gap, output_gap, expected, expected_why = _lexicon_evidence(lexicon, item, sig, groups, piece_text)
     reverse = reverse_column(sig.reverse_drop, len(groups))
     here = unmet_here(sig, deleted, groups)
@@ -198,7 +202,7 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
     if lexicon is not None:
         raw.update(source_lexicon_gap=source_gap_piece, output_lexicon_gap=output_gap_piece,
                    expected_translation=expected_piece, insertion_gain=insertion_piece)
-    return {"output": out, "output_groups": groups, "output_flaggable": flaggable,
+    return {"output": out, "output_groups": groups, "output_flaggable": may, "output_function": flaggable & ~may,
             "source": src, "source_groups": sig.words, "source_flaggable": on, "source_function": deleted & ~on,
             "sentence": sentence, "raw": raw,
             "expected_for": expected_for, "inserted_for": inserted_for,
@@ -222,16 +226,17 @@ def _columns(model: dict, x: np.ndarray, side: str) -> np.ndarray:
 def word_scores(weights: dict, f: dict, side: str, function_words: bool = True) -> np.ndarray:
     """Per-piece scores of one side ("output": hallucination, "source": omission) from its
     per-word features (features()): each word's score on all its pieces, 0 where a word cannot
-    be flagged; a source function word's (function_words.py) is FUNCTION_WORD_SHARE of its model
-    score, so it shows its evidence but never reaches the flag line (0 with function_words=False,
+    be flagged; a function word's (function_words.py: of the source for "left out", of the output
+    for "unsupported") is FUNCTION_WORD_SHARE of its model score, so it shows its evidence but never
+    reaches the flag line (0 with function_words=False,
     as the flag lines are chosen: a line on the unshifted scores says nothing of those)."""
     n = len(f["raw"]["log_p" if side == "output" else "deletion_drop"])
     scores = np.zeros(n, dtype=np.float64)
     if len(f[f"{side}_groups"]):
         model = weights[side]
         share = np.asarray(f[f"{side}_flaggable"], dtype=np.float64)
-        if side == "source" and function_words and "source_function" in f:
-            share = share + FUNCTION_WORD_SHARE * np.asarray(f["source_function"], dtype=np.float64)
+        if function_words and f"{side}_function" in f:
+            share = share + FUNCTION_WORD_SHARE * np.asarray(f[f"{side}_function"], dtype=np.float64)
         word = _predict(model, _columns(model, f[side], side)) * share
         for g, value in zip(f[f"{side}_groups"], word):
             scores[g] = value

@@ -69,6 +69,9 @@ class Signals:
     # (Wo,) per output word (output_words()): log p_rev(source | output) - log p_rev(source | output without
     # the word) under the model of the other direction (reverse.py); NaN for words not tested; None without one
     reverse_drop: np.ndarray | None = None
+    # (Wo,) bool per output word (output_words()): the words a flag may call unsupported, flaggable ones less
+    # function words of the target language (function_words.py); None (a Signals made by hand): every flaggable word
+    may_be_unsupported: np.ndarray | None = None
 
 
 def is_punctuation(piece: str) -> bool:
@@ -168,7 +171,7 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
     word's expected translation put back (Signals.insertion, put_back()), function words aside.
     The reverse support (Signals.reverse_drop) is reverse.add_reverse()'s."""
     special = tr.engine.special_ids
-    language = getattr(tr, "source_lang", None)
+    language, target_language = getattr(tr, "source_lang", None), getattr(tr, "target_lang", None)
     first, plans, texts, left_out = [], [], [], []
     for it in items:
         null = [i for i in it.source_ids if i in special] or [it.source_ids[-1]]
@@ -198,7 +201,10 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
         deletion, unmet = np.tile(lp, (len(words), 1)), np.zeros((len(words), T))
         for k, w in enumerate(np.flatnonzero(deleted)):
             deletion[w], unmet[w] = passes[start + k]
-        out.append(Signals(lp, lp_null, words, deletion, unmet, deleted, *full[2 * n][1], may_be_left_out=left_out[n]))
+        out_groups, _ = output_words(it, T, special)
+        unsupported = ~np.array(function_word_mask(word_texts(it.output_pieces, out_groups), target_language), dtype=bool)
+        out.append(Signals(lp, lp_null, words, deletion, unmet, deleted, *full[2 * n][1], may_be_left_out=left_out[n],
+                           may_be_unsupported=unsupported))
     if lexicon is not None:
         candidates = []
         for n, (it, (null, words, deleted)) in enumerate(zip(items, plans)):

@@ -48,7 +48,7 @@ def choose_thresholds(fitted, models: dict, false_alarms: float,
     kinds = np.array([c.kind for c in fitted.cases])
     h, o, hit_h, hit_o, gain_max = [], [], [], [], []   # per case: largest scores; the wrong word's own
     for c, f in zip(fitted.cases, fitted.feats):
-        hs = word_scores(models, f, "output")
+        hs = word_scores(models, f, "output", function_words=False)
         os_ = word_scores(models, f, "source", function_words=False)
         h.append(hs.max(initial=0.0))
         o.append(os_.max(initial=0.0))
