@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from conftest import random_sentences, reverse, train_tiny
@@ -67,6 +68,11 @@ def test_tokenizer_specials_and_round_trip():
     assert tok.decode(ids) == text
     assert tok.decode([2] + ids + [3, 0, 0]) == text
     assert tok.pieces(ids) == tok.encode_pieces(text)
+    # the pieces' texts are read once at load: the same as sentencepiece's, and the same error out of range
+    assert [tok.id_to_piece(i) for i in range(len(tok))] == [tok.sp.id_to_piece(i) for i in range(len(tok))]
+    for bad in (len(tok), -1):
+        with pytest.raises(IndexError):
+            tok.id_to_piece(bad)
 
 
 def write_split(folder: Path, split: str, lang: str, lines):

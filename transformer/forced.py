@@ -40,8 +40,10 @@ class Batch:
 def default_budget(tr) -> int:
     """Padded tokens (source + target) per forward pass. On a CPU small passes stay in cache: on
     2 cores, en-de val in float32, 2,000 gave 27.1 sentences/s of forced passes against 22.7 for
-    6,000 and 19.2 for 12,000 (a throwaway timer over 400 val sentences)."""
-    return 60000 if tr.device.type == "cuda" else 2000
+    6,000 and 19.2 for 12,000 (a throwaway timer over 400 val sentences); with today's diagnosis
+    (session 25, `runs/s25/budget.py`: diagnose_items on 400 val sentences, alternating, two rounds)
+    1,200 took 15.6-15.7 s against 16.8-17.1 s for 2,000, 15.4-16.2 s for 1,400 and 15.5-16.4 s for 1,000."""
+    return 60000 if tr.device.type == "cuda" else 1200
 
 
 def plan_chunks(rows: list, budget: int) -> list[list[int]]:

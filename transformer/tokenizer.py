@@ -17,6 +17,8 @@ class Tokenizer:
         for piece, idx in SPECIALS.items():
             if self.sp.id_to_piece(idx) != piece:
                 raise ValueError(f"{path}: special id {idx} is {self.sp.id_to_piece(idx)!r}, expected {piece!r}")
+        # every piece's text, read once: diagnosis looks pieces up by the hundred thousand
+        self._piece_texts = [self.sp.id_to_piece(i) for i in range(self.sp.get_piece_size())]
 
     @classmethod
     def train(cls, sentences: Iterable[str], vocab_size: int, model_type: str = "unigram",
@@ -69,7 +71,10 @@ class Tokenizer:
         return self.sp.encode(texts, out_type=int)
 
     def id_to_piece(self, idx: int) -> str:
-        return self.sp.id_to_piece(int(idx))
+        idx = int(idx)
+        if 0 <= idx < len(self._piece_texts):
+            return self._piece_texts[idx]
+        return self.sp.id_to_piece(idx)            # out of range: sentencepiece's own error
 
     def piece_ids(self, pieces) -> list[int]:
         """Pieces back to ids, exactly (no re-segmentation); an unknown piece is a ValueError."""
