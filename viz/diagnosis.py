@@ -253,7 +253,7 @@ def _listed(names: list[str]) -> str:
     return shown + (f" and {rest} more" if rest > 0 else "")
 
 
-# What the tool did, not a verdict: flags find about 70% of omitted and 73% of substituted words
+# What the tool did, not a verdict: flags find about 72-74% of omitted and 76-79% of substituted words
 # (cross-validated on Multi30k val, docs/diagnosis.md). Short, so that on a phone the strip and its chart
 # fit the first screen (tests/test_browser_room.py).
 NOTHING_FLAGGED = "No word is flagged as unsupported or left out."
