@@ -64,6 +64,33 @@ def test_a_function_word_shows_half_its_score_and_never_counts_where_the_lines_a
     assert word_scores({"source": model}, built[0][1], "source")[0] > 0.3   # though a reference's "the" shows more
 
 
+def test_an_output_function_word_never_counts_where_the_output_line_is_drawn():
+    """The output side's twin of the test above: a reference's strong "a" (half of 0.98) would outrank
+    the substituted word (0.30) if the lines counted it, and no line could find that word."""
+    from transformer.diagnosis.scores import OUTPUT_FEATURES, SOURCE_FEATURES, word_scores
+    from transformer.diagnosis.thresholds import choose_thresholds
+    from transformer.diagnosis.fit import Case, Fitted
+    width, source_width = len(OUTPUT_FEATURES), len(SOURCE_FEATURES)
+    output = {"mean": [0.0] * width, "std": [1.0] * width, "coef": [1.0] + [0.0] * (width - 1), "bias": 0.0}
+    source = {"mean": [0.0] * source_width, "std": [1.0] * source_width, "coef": [1.0] + [0.0] * (source_width - 1),
+              "bias": 0.0}
+
+    def case(kind, content_evidence, source_evidence):
+        features = {"output": np.array([[4.0] + [0.0] * (width - 1), [content_evidence] + [0.0] * (width - 1)]),
+                    "output_groups": [[0], [1]], "output_flaggable": np.array([False, True]),
+                    "output_function": np.array([True, False]),
+                    "source": np.array([[source_evidence] + [0.0] * (source_width - 1)]), "source_groups": [[0]],
+                    "source_flaggable": np.array([True]), "raw": {"log_p": np.zeros(2), "deletion_drop": np.zeros(1)}}
+        return Case(kind, 0, None, np.array([0.0, float(kind == "substitution")]),
+                    np.array([float(kind == "omission")])), features
+    built = [case("correct", -6.0 + 0.1 * k, -9.0 + 0.1 * k) for k in range(20)]   # one may be flagged (5%)
+    built += [case("substitution", np.log(0.3 / 0.7), -9.0), case("omission", -9.0, -9.0)]
+    fitted = Fitted([c for c, _ in built], [f for _, f in built])
+    line, _, _ = choose_thresholds(fitted, {"output": output, "source": source}, 0.075)
+    assert line <= 0.3 + 1e-9                      # the substituted word is found
+    assert word_scores({"output": output}, built[0][1], "output")[0] > 0.3   # though a reference's "a" shows more
+
+
 def test_an_output_function_word_is_never_called_unsupported_but_shows_half_its_score(de_en):
     """Through the real pipeline: the output's "a" and "the" are never flaggable, whatever their
     evidence; content words, pronouns and negation stay flaggable."""
