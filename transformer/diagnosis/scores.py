@@ -10,7 +10,7 @@ Sennrich 2022) and its unmet demand (the mass it moves onto pieces the translati
 Scores are per WORD (a word's pieces share one score): a logistic of signals oriented so that
 higher = more suspicious, with non-negative coefficients (issue 30): more evidence never lowers a
 score, and no window or sentence-wide feature can move a flag onto a neighbour. Special pieces and
-punctuation are never flagged (score 0), source function words never left out (half their score,
+punctuation are never flagged (score 0), function words never left out nor unsupported (half their score,
 function_words.py). The bias is set so that 0.5 is the flag threshold, chosen on Multi30k val so
 that few unedited references get any flag (transformer/diagnosis/fit.py, on
 realistic in-sentence errors of diagnosis_protocol.py plus the synthetic cases); the sentence score
