@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from transformer.training.data import read_split, resolve_data_dir  # noqa: E402
 from transformer.diagnosis.scores import diagnose_items, flaggable_pieces  # noqa: E402
 from transformer.diagnosis.fit import FIT_FROM, dev_cases  # noqa: E402
+from transformer.diagnosis.own import OWN_FIT_FROM, evaluate_own, own_cases  # noqa: E402
 from transformer.diagnosis.protocol import evaluate, roc_auc  # noqa: E402
 from transformer.diagnosis.signals import make_item  # noqa: E402
 from transformer.translator import Translator  # noqa: E402
@@ -143,6 +144,71 @@ def speed(tr, sources: list[str], repeats: int = 15):
     return len(out.output_ids), b, d
 
 
+OWN_SIGNALS = {"log p": ("output", -1.0, "log_p"), "entropy": ("output", 1.0, "entropy"),
+               "reverse support share": ("output", -1.0, "reverse_support_share"),
+               "rebuild": ("source", -1.0, "rebuild")}
+
+
+def own_table(tr, data_dir) -> dict:
+    """The own-translation protocol (transformer/diagnosis/own.py) on val[:OWN_FIT_FROM]: the model's own
+    greedy translations, labelled by two annotators; judged with the free lines (what the app does) and,
+    for comparison, as if they were given translations (the forced-reference lines alone)."""
+    sources = read_split(data_dir, "val", tr.source_lang)
+    cases = own_cases(tr, sources, f"{tr.source_lang}-{tr.target_lang}", 0, OWN_FIT_FROM)
+    now = tr.translate_batch([c.source for c in cases])
+    same = [c for c, o in zip(cases, now) if o == c.output]          # the labels describe these outputs
+    started = time.perf_counter()
+    free = diagnose_items(tr, [c.item for c in same])
+    seconds = time.perf_counter() - started
+    given_items = [make_item(tr, c.source, c.output) for c in same]
+    given = diagnose_items(tr, given_items)
+    signals = {name: (side, sign) for name, (side, sign, _) in OWN_SIGNALS.items()}
+    table = evaluate_own(same, [_renamed(d) for d in free], tr.engine.special_ids, signals)
+    as_given = evaluate_own(same, given, tr.engine.special_ids)
+    for key, value in as_given.items():
+        if key[0] in ("auc", "rate") and "(hand-labelled)" not in key[1]:
+            table[key[:2] + ("as a given translation",) if key[0] == "auc" else ("rate_given", key[1])] = value
+    # detached: another sentence's own translation given as this source's (free) against the own ones
+    others = []
+    for n, c in enumerate(same):
+        item = make_item(tr, c.source, same[(n + 1) % len(same)].output)
+        item.free = True
+        others.append(item)
+    swapped = diagnose_items(tr, others)
+    table[("auc", "another sentence's own translation vs own ones", "sentence score")] = roc_auc(
+        [d.sentence_score for d in free] + [d.sentence_score for d in swapped], [0] * len(free) + [1] * len(swapped))
+    table[("count", "labelled outputs the model still writes")] = f"{len(same)} of {len(cases)}"
+    table[("speed", "free diagnosis")] = len(same) / seconds
+    return table
+
+
+def _renamed(d):
+    """A Diagnosis whose signals carry OWN_SIGNALS' names (the table reads them by name)."""
+    d.signals = {**d.signals, **{name: d.signals[key] for name, (_, _, key) in OWN_SIGNALS.items() if key in d.signals}}
+    return d
+
+
+def print_own(tables: list[dict], args) -> None:
+    names = " / ".join(Path(m).name for m in args.models)
+    print(f"\nThe models' own greedy translations of val 0-{OWN_FIT_FROM - 1}, hand-labelled by two annotators "
+          f"(benchmarks/own_translations/; {names}; outputs with an error / acceptable / detached: "
+          + "; ".join(str(t[("count", "outputs: error / acceptable / detached")]) for t in tables) + "; "
+          + "; ".join(t[("count", "labelled outputs the model still writes")] for t in tables) + " labelled outputs are what the model writes today)\n")
+    columns = ["combination", *OWN_SIGNALS, "as a given translation", "sentence score"]
+    print("| ROC AUC | " + " | ".join(columns) + " |")
+    print("|---" * (len(columns) + 1) + "|")
+    for row in dict.fromkeys(k[1] for k in tables[0] if k[0] == "auc"):
+        cells = [" / ".join(f"{t[('auc', row, n)]:.3f}" for t in tables) if ("auc", row, n) in tables[0] else ""
+                 for n in columns]
+        print(f"| {row} | " + " | ".join(cells) + " |")
+    print("\n| flags | free lines (what the app does) | as a given translation |\n|---|---|---|")
+    for key in tables[0]:
+        if key[0] == "rate":
+            given = " / ".join(f"{t[('rate_given', key[1])]:.0%}" for t in tables) if ("rate_given", key[1]) in tables[0] else ""
+            print(f"| {key[1]} | " + " / ".join(f"{t[key]:.0%}" for t in tables) + f" | {given} |")
+    print("free diagnosis: " + " / ".join(f"{t[('speed', 'free diagnosis')]:.1f}" for t in tables) + " sentences/s (batched)")
+
+
 def print_realistic(realistic: list[dict], args) -> None:
     """The realistic-error table: combination beside each raw signal, then the flag rates."""
     names = " / ".join(Path(m).name for m in args.models)
@@ -175,6 +241,7 @@ def main(argv=None) -> int:
     parser.add_argument("--bf16", action="store_true", help="diagnose under bfloat16 autocast (the CLI's --bf16)")
     parser.add_argument("--no-alti", action="store_true", help="skip the ALTI+ and Wass-to-Unif rows (slow)")
     parser.add_argument("--speed", action="store_true", help="only the speed ratio, on a ~20-piece val sentence")
+    parser.add_argument("--own-only", action="store_true", help="only the own-translation table (issue 51)")
     args = parser.parse_args(argv)
     if args.n > FIT_FROM:
         parser.error(f"--n {args.n}: the sentence model was fitted on val pairs {FIT_FROM} onwards; "
@@ -187,6 +254,10 @@ def main(argv=None) -> int:
             tokens, b, d = speed(tr, read_split(data_dir, "val", tr.source_lang)[:60])
             print(f"{path}: on a {tokens}-piece output translate(capture=True) {b * 1000:.1f} ms, with diagnose=True "
                   f"{d * 1000:.1f} ms, ratio {d / b:.2f} ({args.threads} threads)", flush=True)
+        return 0
+    own = [own_table(Translator.load(path), data_dir) for path in args.models]
+    if args.own_only:
+        print_own(own, args)
         return 0
     tables, realistic, notes = [], [], []
     for path in args.models:
@@ -216,6 +287,7 @@ def main(argv=None) -> int:
             margins.append(f"{t[(row, 'combination')] - max(singles):+.5f}")
         print(f"  {row}: {' / '.join(margins)}")
     print_realistic(realistic, args)
+    print_own(own, args)
     print("\nlog p: Seq-Logprob (mean log p) for sentences, -log p per piece. contrastive: mean pmi = log p(y|x) - "
           "log p(y|null source) for sentences, -pmi per piece, and for source pieces -(fall of log p(translation) "
           "when the word is deleted). ALTI+: mean source share; per piece source share; per source piece coverage "

@@ -152,13 +152,14 @@ def test_one_piece_sentences_and_translations_never_crash(params):
 
 
 def test_a_signal_the_family_cannot_give_is_named_and_the_others_shown():
-    from atlas_ui.runs.diagnosis import missing_note, to_findings
+    from atlas_ui.runs.diagnosis import to_findings
+    from viz.diagnosis import missing_note
     from transformer.diagnosis.scores import Diagnosis
     dg = Diagnosis(0.2, np.array([0.1, 0.7], np.float32), np.array([0.3, 0.1, 0.0], np.float32), [],
                    signals={"log_p": np.array([-0.1, -2.0]), "pmi": np.array([1.0, 0.1])}, missing=["deletion_drop"])
     findings = to_findings(dg, 3, 2)
     assert set(findings.output_evidence) == {"log_p", "pmi"} and findings.source_evidence == {}
-    assert missing_note(findings) == ("This model cannot give source-word deletion (coverage); "
+    assert missing_note(findings.missing) == ("This model cannot give source-word deletion (coverage); "
                                       "the scores use the other signals.")
     from viz.diagnosis import diagnosis_figure
     fig = diagnosis_figure(findings.hallucination, ["▁a", "</s>"], findings.omission, ["▁b", "▁c", "</s>"],

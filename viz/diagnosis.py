@@ -22,8 +22,14 @@ OMITTED_MARK = f"border:2px dotted {OMITTED};"
 CALM = "#c9c9c9"                    # a piece under the threshold
 OUTPUT, SOURCE = 0, 1               # customdata[0]: which part of the figure a bar belongs to
 EVIDENCE_NAMES = {"log_p": "log p (nats)", "pmi": "source gain (nats)", "deletion_drop": "drop without it (nats)",
+                  "reverse_support_share": "support share", "rebuild": "written back (log p)",
                   "unmet_demand": "unmet demand"}
 EVIDENCE_HELP = {"log_p": "log p: low = the model doubts the piece",
+                 "reverse_support_share": "support share: of the support the source piece this word helps most gets "
+                                          "from the translation (the other direction's model reading it), this "
+                                          "word's part; ≈ 0 = it serves no source word",
+                 "rebuild": "written back: log p of the source piece when the other direction's model writes the "
+                            "source from the translation; very low = the translation lacks it",
                  "pmi": "source gain: log p(piece | source) − log p(piece | no source), ≤ 0 = the source adds nothing",
                  "deletion_drop": "drop: the fall of log p(translation) when the source word is deleted, "
                                   "≈ 0 or below = unused",
@@ -257,6 +263,10 @@ def _listed(names: list[str]) -> str:
 # (cross-validated on Multi30k val, docs/diagnosis.md). Short, so that on a phone the strip and its chart
 # fit the first screen (tests/test_browser_room.py).
 NOTHING_FLAGGED = "No word is flagged as unsupported or left out."
+# The model's own translation: say what was checked and how much it finds, never that all is well
+# (issue 51; the share measured on hand-labelled own translations of Multi30k val, docs/diagnosis.md).
+NOTHING_FLAGGED_FREE = ("No word is flagged; the checks find about 6 in 10 of the words a reader "
+                        "marks wrong or missing.")
 UNSURE_P = 0.01                     # a piece this unlikely is named even when nothing is flagged
 CANDIDATE_SCORE = 0.2               # an unflagged word named when the model is unsure (issue 30's "bike": 0.28)
 DETACHED = 0.9                      # sentence score from which the whole translation is called detached
@@ -283,7 +293,8 @@ def _word_around(tokens: Sequence[str], t: int) -> tuple[int, int]:
 def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], source_tokens: Sequence[str],
                       probs: Sequence[float] | None = None, unsure: bool = False,
                       detached: float | None = None, expected: Mapping[int, tuple] | None = None,
-                      candidate: tuple | None = None, put_back: Mapping[int, str] | None = None) -> str:
+                      candidate: tuple | None = None, put_back: Mapping[int, str] | None = None,
+                      nothing: str = NOTHING_FLAGGED) -> str:
     """One plain-text sentence (escape it to show it): exactly the flagged spans, in words, or
     that nothing was flagged. flags: (kind "hallucination" | "omission", start, end, score), end
     exclusive. It never says that nothing was flagged, alone, while a piece has p < 0.01 (`probs`, one per
@@ -293,7 +304,8 @@ def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], sour
     it usually translates), said after that span's name. candidate: the unflagged word with the
     highest score, (kind, start, end, score): named when nothing is flagged and the model is unsure,
     so the reader knows where to look first. put_back: a left-out span's start -> the word whose
-    return makes the translation likelier, said after that span's name."""
+    return makes the translation likelier, said after that span's name. nothing: the sentence for
+    nothing flagged (what was checked: NOTHING_FLAGGED, or NOTHING_FLAGGED_FREE for a free translation)."""
     if detached is not None and detached >= 0.5:
         rest = diagnosis_summary(flags, output_tokens, source_tokens, expected=expected, put_back=put_back) if flags else ""
         whole = ("The whole translation looks detached from the source" if detached >= DETACHED
@@ -321,7 +333,7 @@ def diagnosis_summary(flags: Sequence[tuple], output_tokens: Sequence[str], sour
         if float(probs[t]) < UNSURE_P and not is_special(str(output_tokens[t])):
             lowest = (t, float(probs[t]))
     if lowest is None and not unsure:
-        return NOTHING_FLAGGED
+        return nothing
     why = []
     if lowest is not None:
         a, b = _word_around(output_tokens, lowest[0])
@@ -352,3 +364,50 @@ def strongest_unflagged(hallucination, omission, output_tokens: Sequence[str], s
             a, b = _word_around(tokens, int(under.argmax()))
             best = (kind, a, b, float(under.max()))
     return best
+
+
+# The app's one line under a translation, and dg.summary (api.md): built here once, from the flags and
+# scores a Diagnosis carries, so the Python API and the page read the same words.
+LOW_CONFIDENCE = 0.35       # mean piece probability under which a translation gets the "outside" note
+EXPECTED_P = 0.05           # a weaker pull towards a missing word's translation is not named
+SIGNAL_NAMES = {"log_p": "log p", "pmi": "contrastive conditioning (source gain)",
+                "deletion_drop": "source-word deletion (coverage)", "unmet_demand": "unmet demand",
+                "lexicon_gap": "a lexicon of its training data (lexicon gap, expected translation, insertion gain)",
+                "reverse_support": "the model of the other direction (reverse support), not beside this copy"}
+
+
+def flag_expectations(flags: Sequence[tuple]) -> dict:
+    """start -> (expected piece, source word) of each unsupported flag (kind, start, end, score, evidence)
+    where the model expected another word's translation (p >= EXPECTED_P)."""
+    return {start: (evidence["expected_piece"], evidence["expected_for"])
+            for kind, start, _end, _score, evidence in flags
+            if kind == "hallucination" and "expected_piece" in evidence
+            and evidence.get("expected_translation", 0.0) >= EXPECTED_P}
+
+
+def flag_put_backs(flags: Sequence[tuple]) -> dict:
+    """start -> the piece whose return makes the translation likelier (insertion gain > 0), per left-out flag."""
+    return {start: evidence["inserted_piece"] for kind, start, _end, _score, evidence in flags
+            if kind == "omission" and evidence.get("insertion_gain", 0.0) > 0 and evidence.get("inserted_piece")}
+
+
+def missing_note(missing: Sequence[str]) -> str:
+    """Which signals this model could not give (the others are still shown), or ""."""
+    if not missing:
+        return ""
+    return f"This model cannot give {', '.join(SIGNAL_NAMES.get(m, m) for m in missing)}; the scores use the other signals."
+
+
+def summary_line(flags: Sequence[tuple], hallucination, omission, output_tokens: Sequence[str],
+                 source_tokens: Sequence[str], probs, sentence_score: float, missing: Sequence[str] = (),
+                 free: bool = False, threshold: float = 0.5) -> str:
+    """dg.summary: diagnosis_summary() of a Diagnosis's flags (kind, start, end, score, evidence), with the
+    unsure note from the pieces' mean probability, then the missing-signal note."""
+    probs = np.asarray(probs, dtype=np.float64)
+    text = diagnosis_summary([f[:4] for f in flags], output_tokens, source_tokens, probs=probs,
+                             unsure=bool(len(probs)) and float(probs.mean()) < LOW_CONFIDENCE, detached=sentence_score,
+                             expected=flag_expectations(flags), put_back=flag_put_backs(flags),
+                             candidate=strongest_unflagged(hallucination, omission, output_tokens, source_tokens, threshold),
+                             nothing=NOTHING_FLAGGED_FREE if free else NOTHING_FLAGGED)
+    note = missing_note(missing)
+    return text + (" " + note if note else "")

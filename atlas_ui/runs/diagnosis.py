@@ -14,6 +14,7 @@ import numpy as np
 import streamlit as st
 
 from transformer.diagnosis.scores import Item, diagnose_items
+from viz.diagnosis import flag_expectations, flag_put_backs, missing_note
 
 from .translation import get_translator, translation_slot
 from .catalogue import ModelRef
@@ -22,15 +23,12 @@ from ..server.settings import max_concurrent
 from .warm import held, hold
 
 LOG = logging.getLogger("atlas_ui")
-SIGNAL_NAMES = {"log_p": "log p", "pmi": "contrastive conditioning (source gain)",
-                "deletion_drop": "source-word deletion (coverage)", "unmet_demand": "unmet demand",
-                "lexicon_gap": "a lexicon of its training data (lexicon gap, expected translation, insertion gain)",
-                "reverse_support": "the model of the other direction (reverse support), not beside this copy"}
 # The panels of the Diagnosis view: one value per output piece, one per source piece. The lexicon
 # gaps are in each flag's evidence (the flag table), not panels: two more would crowd a projector.
-OUTPUT_SIGNALS = ("log_p", "pmi")
-EXPECTED_P = 0.05          # a weaker pull towards a missing word's translation is not named
-SOURCE_SIGNALS = ("deletion_drop", "unmet_demand")
+# A free translation (issue 51) has its own: the reverse model's support share per output piece, its
+# rebuild of each source piece.
+OUTPUT_SIGNALS = ("log_p", "pmi", "reverse_support_share")
+SOURCE_SIGNALS = ("deletion_drop", "unmet_demand", "rebuild")
 
 
 @dataclass(frozen=True)
@@ -44,24 +42,20 @@ class Findings:
     source_evidence: dict            # name -> (S,)
     missing: tuple                   # signals this model could not give
     threshold: float = 0.5
+    summary: str = ""                # dg.summary: the line under the translation (viz.diagnosis.summary_line)
+    judged_as: str = "given"         # "free" (the model's own translation, its own lines) or "given"
 
     def spans(self) -> list:
         """(kind, start, end, score) of every flag, for viz.diagnosis.diagnosis_summary."""
         return [flag[:4] for flag in self.flags]
 
     def put_back(self) -> dict:
-        """start -> the piece whose return makes the translation likelier (insertion gain > 0), per
-        left-out flag, for diagnosis_summary."""
-        return {start: evidence["inserted_piece"] for kind, start, _end, _score, evidence in self.flags
-                if kind == "omission" and evidence.get("insertion_gain", 0.0) > 0 and evidence.get("inserted_piece")}
+        """start -> the piece whose return makes the translation likelier, per left-out flag."""
+        return flag_put_backs(self.flags)
 
     def expectations(self) -> dict:
-        """start -> (expected piece, source word) of each unsupported flag where the model expected
-        another word's translation (lexicon.expected; p >= EXPECTED_P), for diagnosis_summary."""
-        return {start: (evidence["expected_piece"], evidence["expected_for"])
-                for kind, start, _end, _score, evidence in self.flags
-                if kind == "hallucination" and "expected_piece" in evidence
-                and evidence.get("expected_translation", 0.0) >= EXPECTED_P}
+        """start -> (expected piece, source word) of each unsupported flag (viz.diagnosis.flag_expectations)."""
+        return flag_expectations(self.flags)
 
 
 @dataclass(frozen=True)
@@ -106,13 +100,13 @@ def diagnosis_for(model: ModelRef, device: str, result) -> Findings | DiagnosisF
     if found is not None:
         return found
     findings = _diagnose(model, device, tuple(result.source_tokens), tuple(result.target_tokens[:1]),
-                         tuple(result.output_tokens), tuple(result.head_mask), max_concurrent())
+                         tuple(result.output_tokens), tuple(result.head_mask), max_concurrent(), not result.forced)
     return hold(key, findings) if key else findings
 
 
 @st.cache_resource(max_entries=128, show_spinner=False)
 def _diagnose(model: ModelRef, device: str, source: tuple, start: tuple, output: tuple, head_mask: tuple,
-              slots: int) -> Findings | DiagnosisFailed:
+              slots: int, free: bool = False) -> Findings | DiagnosisFailed:
     if not output or not source:
         return DiagnosisFailed("there is no output piece to check" if source else "the source has no piece")
     translator = get_translator(model, device)
@@ -121,7 +115,7 @@ def _diagnose(model: ModelRef, device: str, source: tuple, start: tuple, output:
             tok = translator.tokenizer
             output_ids = tok.piece_ids(output)
             item = Item(tok.piece_ids(source), tok.piece_ids(start) + output_ids[:-1], output_ids,
-                        list(source), list(output))
+                        list(source), list(output), free=free)
             dg = diagnose_items(translator, [item], head_mask=set(head_mask) or None)[0]
         except (ValueError, RuntimeError) as exc:
             LOG.warning("diagnosis failed: %s", exc)
@@ -143,12 +137,4 @@ def to_findings(dg, n_source: int, n_output: int) -> Findings:
                          if v.shape == (n_output,) and k in OUTPUT_SIGNALS},
         source_evidence={k: read_only(v) for k, v in signals.items()
                          if v.shape == (n_source,) and k in SOURCE_SIGNALS},
-        missing=tuple(str(m) for m in (dg.missing or ())))
-
-
-def missing_note(findings: Findings) -> str:
-    """Which signals this model could not give (the others are still shown), or ""."""
-    if not findings.missing:
-        return ""
-    names = ", ".join(SIGNAL_NAMES.get(m, m) for m in findings.missing)
-    return f"This model cannot give {names}; the scores use the other signals."
+        missing=tuple(str(m) for m in (dg.missing or ())), summary=str(dg.summary), judged_as=str(dg.judged_as))

@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from viz.diagnosis import LOW_CONFIDENCE  # noqa: F401 - mean piece probability of the "outside" note (one value, viz's)
+
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_MODELS_DIR = ROOT / "pretrained"
 DEFAULT_MODEL = "en-de"
@@ -15,7 +17,6 @@ MAX_COMPARE_HEADS = 4
 RESCAN_SECONDS = 2.0              # how often model folders and example files are looked at
 MAX_LOADED_MODELS = 3       # models kept in memory per process (least recently used goes)
 FIGURE_CACHE_ENTRIES = 64   # figures shared between sessions, per process (least recently used goes)
-LOW_CONFIDENCE = 0.35       # mean piece probability under which a translation gets the "outside" note
 REAL_MODEL_HINT = "Helsinki-NLP/opus-mt-en-de"     # when a model's languages are unknown (see real_model_hint)
 
 FALLBACK_EXAMPLES = (

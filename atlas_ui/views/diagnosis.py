@@ -9,13 +9,11 @@ import pandas as pd
 import streamlit as st
 
 from viz import token_probability_html
-from viz.diagnosis import (EVIDENCE_HELP, diagnosis_figure, diagnosis_selection, diagnosis_summary, source_strip_html,
-                           strongest_unflagged, words_of)
+from viz.diagnosis import EVIDENCE_HELP, diagnosis_figure, diagnosis_selection, missing_note, source_strip_html, words_of
 
 from ..page import state
-from ..runs.diagnosis import DiagnosisFailed, Findings, diagnosis_for, missing_note
+from ..runs.diagnosis import DiagnosisFailed, Findings, diagnosis_for
 from ..page.common import PRESENTER_MAX_HEIGHT, chart, escape_md, shared_figure
-from ..server.settings import LOW_CONFIDENCE
 from .base import View, ViewContext
 
 STEPS_VIEW = "Decoding steps"
@@ -79,7 +77,7 @@ def render(ctx: ViewContext):
         helps = "Leave presenter mode to see the evidence behind each score."
     st.caption("Click an output bar to open its step in Decoding steps. Scores ≥ "
                f"{findings.threshold:g} are coloured (purple: unsupported, green: left out). " + helps
-               + (" " + escape_md(missing_note(findings), 300) if findings.missing else ""))
+               + (" " + escape_md(missing_note(findings.missing), 300) if findings.missing else ""))
     if findings.flags:
         st.dataframe(flag_table(findings, result), hide_index=True, key="diagnosis_flags")
     return fig
@@ -100,14 +98,9 @@ def strip_marks(findings, result) -> dict:
         return dict(note="Diagnosis: unavailable for this translation (" + findings.reason[:120] + ").")
     if not isinstance(findings, Findings):
         return {}
-    text = diagnosis_summary(findings.spans(), result.output_tokens, result.source_tokens, probs=result.probs(),
-                             unsure=result.mean_prob() < LOW_CONFIDENCE, detached=findings.sentence_score,
-                             expected=findings.expectations(), put_back=findings.put_back(),
-                             candidate=strongest_unflagged(findings.hallucination, findings.omission, result.output_tokens,
-                                                           result.source_tokens, findings.threshold))
-    note = missing_note(findings)
+    # dg.summary, the same words the Python API gives (viz.diagnosis.summary_line), missing-signal note included
     return dict(unsupported=findings.hallucination, threshold=findings.threshold,
-                note="Diagnosis: " + text + (" " + note if note else ""))
+                note="Diagnosis: " + findings.summary)
 
 
 def translation_strip(page_diagnosis, result, show_space: bool, current: int | None):

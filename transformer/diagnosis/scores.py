@@ -27,6 +27,9 @@ from pathlib import Path
 
 import numpy as np
 
+from viz.diagnosis import summary_line
+
+from .free import FREE_OUTPUT_FEATURES, FREE_SENTENCE_FEATURES, FREE_SOURCE_FEATURES, compute_free_signals, free_features
 from .lexicon import Lexicon, lexicon_for
 from .function_words import FUNCTION_WORD_SHARE, function_word_mask
 from .reverse import FEATURE as REVERSE_FEATURE, add_reverse, reverse_for
@@ -68,6 +71,9 @@ class Diagnosis:
     flags: list
     signals: dict = field(default_factory=dict)    # the raw per-piece signals behind the scores
     missing: list = field(default_factory=list)    # signals this model could not give ("lexicon_gap" without a lexicon)
+    summary: str = ""                # the sentence the app shows under the translation (api.md)
+    judged_as: str = "given"         # "free": the model's own translation, by free.py's signals and lines;
+                                     # "given": a given translation (or a free one without the reverse model)
 
 
 def _window(x: np.ndarray, radius: int) -> np.ndarray:
@@ -210,34 +216,35 @@ def features(sig: Signals, item: Item | None = None, special: set | frozenset = 
 
 
 FEATURES = {"output": OUTPUT_FEATURES, "source": SOURCE_FEATURES}
+FREE_FEATURES = {"output": FREE_OUTPUT_FEATURES, "source": FREE_SOURCE_FEATURES}
 
 
-def _columns(model: dict, x: np.ndarray, side: str) -> np.ndarray:
-    """The columns of a side's full feature matrix (FEATURES[side]) that `model` was fitted on:
+def _columns(model: dict, x: np.ndarray, side: str, table: dict = FEATURES) -> np.ndarray:
+    """The columns of a side's full feature matrix (table[side]) that `model` was fitted on:
     those its "features" name, else its first len(coef)."""
     names = model.get("features")
     if not names:
         return x[:, :len(model["coef"])]
-    full = FEATURES[side]
+    full = table[side]
     # C order, like x: the same products, so weights without a newer column score exactly as before it
     return x if list(names) == full else np.ascontiguousarray(x[:, [full.index(n) for n in names]])
 
 
-def word_scores(weights: dict, f: dict, side: str, function_words: bool = True) -> np.ndarray:
+def word_scores(weights: dict, f: dict, side: str, function_words: bool = True, table: dict = FEATURES) -> np.ndarray:
     """Per-piece scores of one side ("output": hallucination, "source": omission) from its
     per-word features (features()): each word's score on all its pieces, 0 where a word cannot
     be flagged; a function word's (function_words.py: of the source for "left out", of the output
     for "unsupported") is FUNCTION_WORD_SHARE of its model score, so it shows its evidence but never
     reaches the flag line (0 with function_words=False,
     as the flag lines are chosen: a line on the unshifted scores says nothing of those)."""
-    n = len(f["raw"]["log_p" if side == "output" else "deletion_drop"])
+    n = sum(len(g) for g in f[f"{side}_groups"])
     scores = np.zeros(n, dtype=np.float64)
     if len(f[f"{side}_groups"]):
         model = weights[side]
         share = np.asarray(f[f"{side}_flaggable"], dtype=np.float64)
         if function_words and f"{side}_function" in f:
             share = share + FUNCTION_WORD_SHARE * np.asarray(f[f"{side}_function"], dtype=np.float64)
-        word = _predict(model, _columns(model, f[side], side)) * share
+        word = _predict(model, _columns(model, f[side], side, table)) * share
         for g, value in zip(f[f"{side}_groups"], word):
             scores[g] = value
     return scores
@@ -391,28 +398,103 @@ def _expected_words(f: dict, a: int, b: int) -> str:
 def item_of(tr, out) -> Item:
     """The Item a Translation describes (its source ids, fed start token and output ids)."""
     fed = tr.tokenizer.piece_ids(out.target_tokens[:1]) + list(out.output_ids[:-1])
-    return Item(list(out.source_ids), fed, list(out.output_ids), list(out.source_tokens), list(out.output_tokens))
+    return Item(list(out.source_ids), fed, list(out.output_ids), list(out.source_tokens), list(out.output_tokens),
+                free=not getattr(out, "forced", False))
+
+
+def free_sentence_features(f: dict, hallucination: np.ndarray, omission: np.ndarray) -> np.ndarray:
+    """FREE_SENTENCE_FEATURES of a free translation (higher = more detached): how hard the source is to
+    write back from it and how unsure the model was, on average, and what the word models found."""
+    sig = f["signals"]
+    out_on, src_on = np.asarray(f["output_flaggable"], bool), np.asarray(f["source_flaggable"], bool)
+    out_words = np.array([hallucination[g[0]] for g in f["output_groups"]])
+    src_words = np.array([omission[g[0]] for g in f["source_groups"]])
+    return np.array([-float(sig.rebuild.mean()), -float(sig.log_p.mean()),
+                     float((src_words[src_on] >= 0.5).mean()) if src_on.any() else 0.0,
+                     float((out_words[out_on] >= 0.5).mean()) if out_on.any() else 0.0,
+                     float(omission.max(initial=0.0)), float(hallucination.max(initial=0.0))])
+
+
+def free_scored(f: dict, model: dict, item: Item) -> Diagnosis:
+    """The Diagnosis that `model` (the weights' "free" part, fit_free.py) gives a free translation's
+    features (free.free_features): word scores, flags with their evidence, the sentence score."""
+    sig = f["signals"]
+    hallucination = word_scores(model, f, "output", table=FREE_FEATURES).astype(np.float32)
+    omission = word_scores(model, f, "source", table=FREE_FEATURES).astype(np.float32)
+    x = free_sentence_features(f, hallucination, omission)
+    sentence = float(_predict(model["sentence"], x[None])[0]) if "sentence" in model else 0.0
+    unshared = np.zeros(len(item.output_ids))         # per output piece: the share of support it does not carry
+    for w, g in enumerate(f["output_groups"]):
+        unshared[g] = f["output"][w, FREE_OUTPUT_FEATURES.index("reverse_unshared")]
+    flags = []
+    for a, b in _spans(hallucination, 0.5):
+        words = [w for w, g in enumerate(f["output_groups"]) if a <= g[0] < b]
+        why = [f["expected_why"][w] for w in words if f["expected_why"][w]]
+        strongest = max(why, key=lambda x: x[2]) if why else None
+        flags.append(Flag("hallucination", a, b, float(hallucination[a:b].max()), {
+            "pieces": list(item.output_pieces[a:b]),
+            "min_log_p": float(sig.log_p[a:b].min()),
+            "reverse_support_share": float(-unshared[a:b].min()),
+            "written_before": bool(f["output"][words, FREE_OUTPUT_FEATURES.index("copy")].max(initial=0.0) > 0),
+            **({"expected_translation": float(strongest[2]), "expected_piece": strongest[1],
+                "expected_for": strongest[0].replace("\u2581", "")} if strongest else {}),
+            "explains": "the model of the other direction, reading the translation, needs this word for no source "
+                        "word (support share, 0-1, of the source piece it supports most), the model doubts it (log p), "
+                        "or it repeats a word written before"}))
+    for a, b in _spans(omission, 0.5):
+        flags.append(Flag("omission", a, b, float(omission[a:b].max()), {
+            "pieces": list(item.source_pieces[a:b]),
+            "rebuild_log_p": float(sig.rebuild[a:b].min()),
+            "explains": "the model of the other direction, reading the translation, can hardly write this source "
+                        "word back (rebuild log p, nats)"}))
+    signals = {"log_p": sig.log_p, "entropy": sig.entropy, "reverse_support_share": -unshared, "rebuild": sig.rebuild}
+    return Diagnosis(sentence, hallucination, omission, flags,
+                     signals={k: np.asarray(v, dtype=np.float32) for k, v in signals.items()}, judged_as="free")
+
+
+def _summarised(d: Diagnosis, item: Item) -> Diagnosis:
+    """d with its summary: the one sentence the app shows (viz.diagnosis.summary_line)."""
+    probs = np.exp(np.asarray(d.signals["log_p"], dtype=np.float64))
+    flags = [(f.kind, f.start, f.end, f.score, f.evidence) for f in d.flags]
+    d.summary = summary_line(flags, d.hallucination, d.omission, item.output_pieces, item.source_pieces, probs,
+                             d.sentence_score, d.missing, free=d.judged_as == "free")
+    return d
 
 
 def diagnose_items(tr, items: list[Item], head_mask=None, weights: dict | None = None,
                    budget: int | None = None, bf16: bool = False) -> list[Diagnosis]:
     """Many sentences at once (the forced passes of all of them share batches); bf16: faster
-    passes under bfloat16 autocast (the CLI's --bf16), scores within a few 1e-2 of float32."""
+    passes under bfloat16 autocast (the CLI's --bf16), scores within a few 1e-2 of float32.
+    Items marked free (the model's own translations) are judged by free.py's signals and the
+    weights' "free" lines where the weights have them and the model of the other direction is
+    beside the model; every other item as a given translation."""
     for it in items:
         if not it.output_ids or not it.source_ids:
             raise ValueError("diagnosis needs at least one source piece and one output piece")
     weights = weights or diagnosis_weights(tr)
     special, lexicon = frozenset(tr.engine.special_ids), lexicon_for(tr)
-    signals = compute_signals(tr, items, tr.gates(head_mask), budget, bf16, lexicon)
+    free_model = weights.get("free")
     wants_reverse = REVERSE_FEATURE in weights["output"].get("features", ())
-    reverse = reverse_for(tr) if wants_reverse else None
-    if reverse is not None:
-        add_reverse(reverse, items, signals, special, budget, bf16)
-    found = [combine(sig, weights, it, special, lexicon, tr.tokenizer.id_to_piece) for sig, it in zip(signals, items)]
-    if wants_reverse and reverse is None:      # the weights read a column this folder cannot give: it is 0
-        for d in found:
-            d.missing.append("reverse_support")
-    return found
+    reverse = reverse_for(tr) if wants_reverse or (free_model and any(it.free for it in items)) else None
+    free = [k for k, it in enumerate(items) if it.free and free_model and reverse is not None]
+    given = [k for k in range(len(items)) if k not in set(free)]
+    found: list = [None] * len(items)
+    if free:
+        mine = [items[k] for k in free]
+        for k, it, sig in zip(free, mine, compute_free_signals(tr, reverse, mine, tr.gates(head_mask), budget, bf16)):
+            f = free_features(sig, it, special, lexicon, tr.tokenizer.id_to_piece, getattr(tr, "source_lang", None),
+                              getattr(tr, "target_lang", None))
+            found[k] = free_scored(f, free_model, it)
+    if given:
+        mine = [items[k] for k in given]
+        signals = compute_signals(tr, mine, tr.gates(head_mask), budget, bf16, lexicon)
+        if wants_reverse and reverse is not None:
+            add_reverse(reverse, mine, signals, special, budget, bf16)
+        for k, sig, it in zip(given, signals, mine):
+            found[k] = combine(sig, weights, it, special, lexicon, tr.tokenizer.id_to_piece)
+            if wants_reverse and reverse is None:      # the weights read a column this folder cannot give: it is 0
+                found[k].missing.append("reverse_support")
+    return [_summarised(d, it) for d, it in zip(found, items)]
 
 
 def diagnose(tr, out, head_mask=None, weights: dict | None = None) -> Diagnosis:

@@ -39,6 +39,7 @@ class Item:
     output_ids: list
     source_pieces: list
     output_pieces: list
+    free: bool = False            # the model's own translation (no target given): judged by free.py where it can
 
 
 def make_item(tr, source: str, target) -> Item:
