@@ -109,7 +109,7 @@ def test_head_and_layer_counts_follow_config():
 def test_attention_module_masks_exactly_zero():
     torch.manual_seed(0)
     attention = MultiHeadAttention(16, 4, 0.0, "encoder_self", 0).eval()
-    assert install_hook_points(attention) == 1
+    assert install_hook_points(attention) == 2          # the weights and the heads' z
     x = torch.randn(1, 4, 16)
     mask = torch.tensor([True, True, False, True])[None, None, None, :]
     with torch.no_grad(), capture() as recorder:

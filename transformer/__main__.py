@@ -1,4 +1,4 @@
-"""Command line: translate, train, evaluate, analyze, heads, lexicon, diagnose (see shared/docs/api.md)."""
+"""Command line: translate, train, evaluate, analyze, heads, lexicon, diagnose (see docs/api.md)."""
 from __future__ import annotations
 
 import argparse

@@ -18,6 +18,9 @@ Residual points are named "{stack}.{layer}.{point}" (RESIDUAL_POINTS), plus "{st
   same tensor as the last resid_post where the model has none: post-LN ours, Marian, BART)
 Each is (B, t, D) per forward; cached decoding records one row per step (`Recorder.residual_stream`
 joins them). A new point is its name here plus where each engine observes it (model.py; arch.py).
+The per-head points "{stack}.{layer}.{self|cross}.z" (interventions.py) are recorded only when
+named (`capture(residual={...})`), never by residual=True. Every named point can also be written
+per call: interventions.py.
 """
 from __future__ import annotations
 
@@ -29,6 +32,9 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 from torch import nn
+
+from .interventions import active as intervening_now
+from .interventions import intervene
 
 KINDS = ("encoder_self", "decoder_self", "cross")
 RESIDUAL_POINTS = {"encoder": ("resid_pre", "resid_mid_self", "resid_post"),
@@ -89,15 +95,19 @@ def residual_wanted() -> bool:
 
 
 def observe(point: HookPoint | None, x: torch.Tensor) -> torch.Tensor:
-    """x through a residual HookPoint only when this call records residuals: free when off."""
-    return point(x) if point is not None and residual_wanted() else x
+    """x through a named HookPoint only when this call records residuals or has hooks: free when off."""
+    return point(x) if point is not None and (residual_wanted() or intervening_now()) else x
 
 
-def _record_hook(module: HookPoint, inputs, output) -> None:
-    if module.name is not None:
-        record_residual(module.name, output)
-    else:
+def _record_hook(module: HookPoint, inputs, output):
+    """A named point: this call's hook may replace the tensor, then the recorder sees what the
+    model carries on. An attention point: the weights go to the recorder."""
+    if module.name is None:
         record(module.kind, module.layer, output)
+        return None
+    output = intervene(module.name, output)
+    record_residual(module.name, output)
+    return output
 
 
 def install_hook_points(model: nn.Module) -> int:
@@ -121,7 +131,10 @@ class Recorder:
         self.residuals: dict[str, list[torch.Tensor]] = defaultdict(list)
 
     def wants(self, name: str) -> bool:
-        return self.residual is True or (bool(self.residual) and name in self.residual)
+        """residual=True: every residual point (per-head z points only when named)."""
+        if self.residual is True:
+            return not name.endswith(".z")
+        return bool(self.residual) and name in self.residual
 
     def record(self, kind: str, layer: int, weights: torch.Tensor) -> None:
         self.records[(kind, layer)].append(weights.detach())
@@ -130,7 +143,7 @@ class Recorder:
         self.residuals[name].append(x.detach())
 
     def residual_stream(self, name: str) -> torch.Tensor:
-        """(B, T, D): the point's records joined along positions (cached decoding: one per step)."""
+        """(B, T, D), or (B, T, H, d_head) for a z point: the point's records joined along positions (cached decoding: one per step)."""
         rows = self.residuals.get(name)
         if not rows:
             raise KeyError(f"no residual recorded at {name!r}; recorded: {sorted(self.residuals)}")

@@ -27,6 +27,9 @@ The contract (shapes: B sentences, S source pieces, T fed pieces, V vocabulary, 
 - capture: attention and the residual stream reach the recorder of `capture.capture()` through
   hooks installed once at load (ContextVar per call, no per-call global state); `capture_sites()`
   names the attention sites, `residual_sites()` the residual points (capture.py's docstring).
+- interventions: the same hooks hand every point of `hook_points()` (residual points and each
+  attention module's "{stack}.{layer}.{kind}.z") to the call's `interventions.intervening(hooks)`,
+  which may read or replace it, in every decoding method (interventions.py).
 - read-out: `read_out(hidden)` (..., D) -> (..., V) logits: a decoder residual stream through the
   model's own final norm and output projection, exactly as its last layer is read (the logit lens).
 - facts: family ("ours" or the HF model_type), positional_kind, positional_table(side, n),
@@ -42,14 +45,16 @@ import numpy as np
 import torch
 
 from .capture import current_recorder
+from .interventions import active as intervening_now
+from .interventions import z_names
 
 
 def shared_sources(source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
     """(one row index per distinct source, each row's place among them) when rows of a batched
     forced pass repeat a source and no capture records this call: the source is then encoded once
     (diagnosis puts a piece back into the translation under the unchanged source). None otherwise:
-    a capture keeps one encoder row per input row."""
-    if len(source) < 2 or current_recorder() is not None:
+    a capture or a call's hooks keep one encoder row per input row (a hook may patch rows apart)."""
+    if len(source) < 2 or current_recorder() is not None or intervening_now():
         return None
     unique, inverse = torch.unique(source, dim=0, return_inverse=True)
     if len(unique) == len(source):
@@ -151,6 +156,11 @@ class Engine(ABC):
         """Every residual capture point, in model order (capture.residual_names)."""
         from .capture import residual_names
         return residual_names(self.config.n_encoder_layers, self.config.n_decoder_layers)
+
+    def hook_points(self) -> list[str]:
+        """Every point translate(hooks=...) can read and write: the residual points, then each
+        attention module's per-head "z" (interventions.z_names)."""
+        return self.residual_sites() + z_names(self.config.n_encoder_layers, self.config.n_decoder_layers)
 
     # ---- per-family facts --------------------------------------------------------------------
     @abstractmethod

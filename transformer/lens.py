@@ -5,7 +5,7 @@ per-call recorder (capture.py; residual points "decoder.{i}.resid_mid_self|resid
 and reads each one through the model's own final norm and output projection (`engine.read_out`:
 the one place each family's head lives). The last site is then exactly the model's own output.
 
-Contract (the public API, shared/docs/api.md): T output steps, n_sites = 3 x n_decoder_layers.
+Contract (the public API, docs/api.md): T output steps, n_sites = 3 x n_decoder_layers.
 - sites: ["L0.self", "L0.cross", "L0.ffn", "L1.self", ...], model order; "L{i}.self" is the stream
   after layer i's self-attention sublayer, ".cross" after its cross-attention, ".ffn" after its
   feed-forward (the layer's output).

@@ -3,7 +3,9 @@
 Attention is written out by hand (no nn.MultiheadAttention) so its weights can be seen:
 the fused `F.scaled_dot_product_attention` runs by default, and an explicit softmax path,
 which feeds the HookPoints, runs only while a capture is active. The residual stream passes
-identity HookPoints named as capture.py's docstring says, called only while a capture asks for it.
+identity HookPoints named as capture.py's docstring says, and each attention module's heads pass
+a "z" HookPoint before the output projection (interventions.py); a named HookPoint is called only
+while this call records it or has hooks, so the fused path stays as it was.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from torch import nn
 
 from .capture import FINAL_NORM, HookPoint, install_hook_points, is_capturing, observe, residual_name
 from .config import ModelConfig
+from .interventions import z_name
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
@@ -41,6 +44,7 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model)
         self.dropout = dropout
         self.hook = HookPoint(kind, layer)      # sees the post-softmax weights (B, H, Tq, Tk)
+        self.hook_z = HookPoint(name=z_name(kind, layer))   # heads' outputs (B, Tq, H, dh), gates applied
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
@@ -78,7 +82,8 @@ class MultiHeadAttention(nn.Module):
             # (H,) gates every row alike; (B, H) gives each row its own (analyze's per-sentence gradients)
             context = context * head_gate.view(-1, self.n_heads, 1, 1)
         B, _, Tq, _ = context.shape
-        return self.out_proj(context.transpose(1, 2).reshape(B, Tq, -1))
+        z = observe(self.hook_z, context.transpose(1, 2))                  # (B, Tq, H, dh)
+        return self.out_proj(z.reshape(B, Tq, -1))
 
 
 class FeedForward(nn.Module):

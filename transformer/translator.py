@@ -1,4 +1,4 @@
-"""`Translator`: the public API (see shared/docs/api.md), one class for every model family.
+"""`Translator`: the public API (see docs/api.md), one class for every model family.
 
 It checks input, plans decoding, runs greedy, beam and forced decoding and assembles a
 `Translation`, calling only the engine interface (engine.py): `engine_ours.OursEngine` for our
@@ -21,6 +21,7 @@ from .config import ModelConfig
 from .decoding import Hypothesis
 from .engine import Engine, Plan, default_device
 from .engine_ours import OursEngine, open_ours
+from .interventions import check_hooks, intervening
 from .language import check as check_language
 from .lens import Lens, check_encoder_layer, lens_points, read_lens
 from .masks import causal_mask
@@ -219,7 +220,7 @@ class Translator:
                   top_k: int = 5, length_penalty: float | None = None, target: str | list[str] | None = None,
                   head_mask=None, explain: bool = False, diagnose: bool = False,
                   prefix: str | list[str] | None = None, lens: bool = False,
-                  encoder_layer: int | None = None, align: bool = False) -> Translation:
+                  encoder_layer: int | None = None, align: bool = False, hooks: dict | None = None) -> Translation:
         """Decode (greedy or beam) or, with `target`, force a reference: a text, or a list of
         pieces fed exactly (e.g. another run's output_tokens, so two runs align step by step).
         `prefix` (pieces, or a text segmented without </s>) forces the first output pieces, then
@@ -228,7 +229,9 @@ class Translator:
         `out.lens` (the logit lens, transformer/lens.py). encoder_layer=k (DecoderLens): the decoder
         reads encoder layer k's output (0-based, through the final encoder norm; the last = plain).
         align=True sets `out.alignment`: source piece i linked to output piece j by the method
-        head_roles.json names (ALTI+ with mutual argmax where there is none; analysis/aligner.py)."""
+        head_roles.json names (ALTI+ with mutual argmax where there is none; analysis/aligner.py).
+        hooks={point: fn(name, tensor)} reads or writes named points during this call's decoding and
+        forced passes (interventions.py; beam: the search and the pass over the returned hypothesis)."""
         started = time.perf_counter()
         if not isinstance(beam_size, (int, np.integer)) or beam_size < 1:
             raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
@@ -238,12 +241,13 @@ class Translator:
         prefix_ids = self._prefix_ids(prefix, target)
         gates = self.gates(head_mask)
         layer = check_encoder_layer(encoder_layer, self.config.n_encoder_layers, explain or diagnose or align)
+        hooks = self._hooks(hooks, explain or diagnose or align)
         source = torch.tensor([source_ids], dtype=torch.long, device=self.device)           # (1, S)
         plan = e.plan(source, None, int(beam_size), max_len, length_penalty, 1 + len(prefix_ids))
         self._check_prefix(prefix_ids, plan.limits[0], plan.ends)
         beam_history, beam_final = None, None
         residual = [point for _, point in lens_points(self.config.n_decoder_layers)] if lens else False
-        with recording(capture, residual) as recorder:
+        with recording(capture, residual) as recorder, intervening(hooks):
             if target is not None:
                 output_ids = self.target_ids(target)
                 logits = self._forced(source, plan, output_ids, gates, layer)                 # (T, V)
@@ -290,6 +294,22 @@ class Translator:
             out.diagnosis = diagnosed(self, out, head_mask)
         return out
 
+    def _hooks(self, hooks, analyses: bool):
+        """hooks= checked against the engine's points; ValueError beside explain/diagnose/align,
+        whose own passes would not see them."""
+        hooks = check_hooks(hooks, self.engine.hook_points())
+        if hooks and analyses:
+            raise ValueError("hooks= works with capture, lens, head_mask, prefix and target, not with "
+                             "explain, diagnose or align (their own passes would not run the hooks)")
+        return hooks
+
+    def patch(self, clean: str, corrupt: str, step: int | None = None, target=None):
+        """Activation patching (transformer/patching.py): which encoder position and which head
+        carry the difference between two sources, as the fraction of the clean run's preference
+        restored by copying each one from the clean run into the corrupt run."""
+        from .patching import patch
+        return patch(self, clean, corrupt, step=step, target=target)
+
     def _forced(self, source, plan: Plan, output_ids: list[int], gates, encoder_layer=None) -> torch.Tensor:
         """Logits (T, V) of one teacher-forced pass feeding the start piece, then output_ids[:-1]."""
         fed = torch.tensor([[plan.start] + list(output_ids[:-1])], dtype=torch.long, device=self.device)
@@ -313,18 +333,21 @@ class Translator:
     @torch.inference_mode()
     def translate_batch(self, sentences: list[str], beam_size: int = 1, max_len: int | None = None,
                         length_penalty: float | None = None, head_mask=None,
-                        batch_size: int | None = None, encoder_layer: int | None = None) -> list[str]:
+                        batch_size: int | None = None, encoder_layer: int | None = None,
+                        hooks: dict | None = None) -> list[str]:
         """The same texts as translate() one by one, padding handled exactly (each sentence keeps
-        the budget a call of its own would get). batch_size None: the engine's (ours 64, HF 32)."""
+        the budget a call of its own would get). batch_size None: the engine's (ours 64, HF 32).
+        hooks: as translate's, called once per batch of up to batch_size sentences."""
         e = self.engine
         encoded = [self.encode_source(s)[0] for s in sentences]
         max_len = self._check_max_len(max_len)
         gates = self.gates(head_mask)
         layer = check_encoder_layer(encoder_layer, self.config.n_encoder_layers)
+        hooks = self._hooks(hooks, False)
         batch_size = batch_size or e.batch_size
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))   # similar lengths together
         results: list[str] = [""] * len(encoded)
-        with no_capture():
+        with no_capture(), intervening(hooks):
             for start in range(0, len(order), batch_size):
                 chunk = order[start:start + batch_size]
                 source, mask = e.batch([encoded[i] for i in chunk])                          # (B, S) each

@@ -106,10 +106,14 @@ def _site(kind: str, layer: int, attention: nn.Module) -> Site:
 @dataclass(frozen=True)
 class ResidualSite:
     """One residual capture point: the module whose first input ("input") or output ("output",
-    its first element when a tuple) is the residual stream there."""
+    its first element when a tuple) is the residual stream there. `adds`: where a hook writes it
+    when that is elsewhere (pre-LN mid points, read at the next norm's input, which is not the
+    residual the layer carries on): (the sublayer's pre-norm, whose input is the residual before
+    it; the sublayer, whose output the layer adds to that residual)."""
     name: str                      # e.g. "decoder.1.resid_mid_cross"
     module: nn.Module
     reads: str                     # "input" | "output"
+    adds: tuple | None = None      # (pre-norm, sublayer) or None: written where it is read
 
 
 def _layers(stack, family: str):
@@ -125,7 +129,8 @@ def final_norm(stack) -> nn.Module | None:
 def residual_sites(model) -> list[ResidualSite]:
     """Every residual point of capture.residual_names, in model order. resid_pre: the layer's input;
     resid_post: its output. After a sublayer: T5, its T5Layer* module's output; post-LN (Marian,
-    BART), that sublayer's LayerNorm output; pre-LN (mBART, M2M100/NLLB), the next norm's input."""
+    BART), that sublayer's LayerNorm output; pre-LN (mBART, M2M100/NLLB), the next norm's input,
+    written as the sublayer's output plus the residual it is added to (`adds`)."""
     family, sites = model.config.model_type, []
     for stack_name, stack in (("encoder", model.get_encoder()), ("decoder", model.get_decoder())):
         mids = RESIDUAL_POINTS[stack_name][1:-1]                  # resid_mid_self (, resid_mid_cross)
@@ -133,13 +138,14 @@ def residual_sites(model) -> list[ResidualSite]:
         for i, layer in enumerate(layers):
             sites.append(ResidualSite(residual_name(stack_name, i, "resid_pre"), layer, "input"))
             if family == "t5":
-                where = [(layer.layer[j], "output") for j in range(len(mids))]
+                where = [(layer.layer[j], "output", None) for j in range(len(mids))]
             else:
                 norms = [layer.self_attn_layer_norm] + ([layer.encoder_attn_layer_norm] if len(mids) == 2 else [])
                 norms.append(layer.final_layer_norm)
-                where = ([(n, "input") for n in norms[1:]] if FAMILIES[family][1]
-                         else [(n, "output") for n in norms[:-1]])
-            sites += [ResidualSite(residual_name(stack_name, i, p), m, r) for p, (m, r) in zip(mids, where)]
+                blocks = [layer.self_attn] + ([layer.encoder_attn] if len(mids) == 2 else [])
+                where = ([(n, "input", (norms[j], blocks[j])) for j, n in enumerate(norms[1:])] if FAMILIES[family][1]
+                         else [(n, "output", None) for n in norms[:-1]])
+            sites += [ResidualSite(residual_name(stack_name, i, p), m, r, a) for p, (m, r, a) in zip(mids, where)]
             sites.append(ResidualSite(residual_name(stack_name, i, "resid_post"), layer, "output"))
         sites.append(ResidualSite(f"{stack_name}.{FINAL_NORM}", final_norm(stack) or layers[-1], "output"))
     return sites
