@@ -46,6 +46,29 @@ PARTICLES = {"de": frozenset("herum umher entlang vorbei hinauf herauf hinunter 
                              "hinaus herein hinein hindurch hinüber herüber zurück weg los fort voran vorüber "
                              "dabei daran darauf davor dahinter".split())}
 LETTER_RUN = re.compile(r"([^\W\d_])\1\1", re.UNICODE)      # one letter three times in a row
+# Written wrong whoever wrote it, a given translation too: the same word twice in a row ("das das das
+# das": the copies) and one letter four times in a row ("Stummmmmmmmm"; no word of the Multi30k train
+# targets has one, while "Schifffahrt" has three). Such a word scores at least WRITTEN_WRONG_SCORE,
+# function word or not: the model's probabilities may not see it (a given translation's stutter is
+# unlikely everywhere alike), a reader always does.
+LONG_LETTER_RUN = re.compile(r"([^\W\d_])\1{3,}", re.UNICODE)
+WRITTEN_WRONG_SCORE = 0.9
+
+
+def written_wrong(pieces: list, groups: list) -> list:
+    """Per output word (groups), why it is written wrong ("the word before it again", "a letter N times
+    in a row") or None."""
+    texts = [word.replace("\u2581", "").replace("\u0120", "").lower() for word in word_texts(pieces, groups)]
+    out = []
+    for w, text in enumerate(texts):
+        run = LONG_LETTER_RUN.search(text)
+        if any(ch.isalpha() for ch in text) and w > 0 and text == texts[w - 1]:
+            out.append("the word before it again")
+        elif run:
+            out.append(f"one letter {len(run.group(0))} times in a row")
+        else:
+            out.append(None)
+    return out
 
 
 @dataclass

@@ -29,7 +29,8 @@ import numpy as np
 
 from viz.diagnosis import summary_line
 
-from .free import FREE_OUTPUT_FEATURES, FREE_SENTENCE_FEATURES, FREE_SOURCE_FEATURES, compute_free_signals, free_features
+from .free import (FREE_OUTPUT_FEATURES, FREE_SENTENCE_FEATURES, FREE_SOURCE_FEATURES, WRITTEN_WRONG_SCORE,
+                   compute_free_signals, free_features, written_wrong)
 from .lexicon import Lexicon, lexicon_for
 from .function_words import FUNCTION_WORD_SHARE, function_word_mask
 from .reverse import FEATURE as REVERSE_FEATURE, add_reverse, reverse_for
@@ -237,7 +238,8 @@ def word_scores(weights: dict, f: dict, side: str, function_words: bool = True, 
     for "unsupported") is FUNCTION_WORD_SHARE of its model score, so it shows its evidence but never
     reaches the flag line (0 with function_words=False,
     as the flag lines are chosen: a line on the unshifted scores says nothing of those)."""
-    n = sum(len(g) for g in f[f"{side}_groups"])
+    n = len(f["raw"]["log_p" if side == "output" else "deletion_drop"]) if "raw" in f else \
+        sum(len(g) for g in f[f"{side}_groups"])          # free.free_features: the groups cover every piece
     scores = np.zeros(n, dtype=np.float64)
     if len(f[f"{side}_groups"]):
         model = weights[side]
@@ -316,6 +318,7 @@ def combine(sig: Signals, weights: dict, item: Item | None = None, special: set 
 def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
     """The Diagnosis that `weights` give for these features (features())."""
     hallucination, omission = word_scores(weights, f, "output"), word_scores(weights, f, "source")
+    wrong = _written_wrong(hallucination, f["output_groups"], item)
     hallucination, omission = hallucination.astype(np.float32), omission.astype(np.float32)
     sentence = float(_predict(weights["sentence"], sentence_features(f, hallucination)[None])[0])
     raw = f["raw"]
@@ -330,6 +333,7 @@ def scored(f: dict, weights: dict, item: Item | None = None) -> Diagnosis:
             **_expected_evidence(f, raw, a, b),
             **({"reverse_support": float(raw["reverse_support"][a:b].min())} if "reverse_support" in raw else {}),
             **({"unmet_here": float(raw["unmet_here"][a:b].max())} if reads_here else {}),
+            **_written_evidence(wrong, f["output_groups"], a, b),
             "explains": "low probability, the source adds little over the prefix alone (pmi, nats)"
                         + (", and no source word is one it usually translates (lexicon gap, 0-1)"
                            if "output_lexicon_gap" in raw else "")
@@ -415,12 +419,29 @@ def free_sentence_features(f: dict, hallucination: np.ndarray, omission: np.ndar
                      float(omission.max(initial=0.0)), float(hallucination.max(initial=0.0))])
 
 
+def _written_wrong(hallucination: np.ndarray, groups: list, item: Item | None) -> list:
+    """Raise the words free.written_wrong() names to WRITTEN_WRONG_SCORE (in place); their reasons."""
+    if item is None:
+        return [None] * len(groups)
+    why = written_wrong(item.output_pieces, groups)
+    for g, reason in zip(groups, why):
+        if reason:
+            hallucination[g] = np.maximum(hallucination[g], WRITTEN_WRONG_SCORE)
+    return why
+
+
+def _written_evidence(why: list, groups: list, a: int, b: int) -> dict:
+    found = [r for g, r in zip(groups, why) if r and a <= g[0] < b]
+    return {"written": found[0]} if found else {}
+
+
 def free_scored(f: dict, model: dict, item: Item) -> Diagnosis:
     """The Diagnosis that `model` (the weights' "free" part, fit_free.py) gives a free translation's
     features (free.free_features): word scores, flags with their evidence, the sentence score."""
     sig = f["signals"]
     hallucination = word_scores(model, f, "output", table=FREE_FEATURES).astype(np.float32)
     omission = word_scores(model, f, "source", table=FREE_FEATURES).astype(np.float32)
+    wrong = _written_wrong(hallucination, f["output_groups"], item)
     x = free_sentence_features(f, hallucination, omission)
     sentence = float(_predict(model["sentence"], x[None])[0]) if "sentence" in model else 0.0
     unshared = np.zeros(len(item.output_ids))         # per output piece: the share of support it does not carry
@@ -436,6 +457,7 @@ def free_scored(f: dict, model: dict, item: Item) -> Diagnosis:
             "min_log_p": float(sig.log_p[a:b].min()),
             "reverse_support_share": float(-unshared[a:b].min()),
             "written_before": bool(f["output"][words, FREE_OUTPUT_FEATURES.index("copy")].max(initial=0.0) > 0),
+            **_written_evidence(wrong, f["output_groups"], a, b),
             **({"expected_translation": float(strongest[2]), "expected_piece": strongest[1],
                 "expected_for": strongest[0].replace("\u2581", "")} if strongest else {}),
             "explains": "the model of the other direction, reading the translation, needs this word for no source "
