@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from test_app import MODELS, array, check_clean, new_app, specs
-from viz.diagnosis import NOTHING_FLAGGED, words_of
+from viz.diagnosis import NOTHING_FLAGGED, NOTHING_FLAGGED_FREE, words_of
 
 pytestmark = pytest.mark.skipif(not MODELS, reason="no model directory")
 UNSUPPORTED = re.compile(r'class="aa-token[^"]*aa-unsupported[^"]*" title="[^"]*" data-index="(\d+)"')
@@ -101,7 +101,7 @@ def test_the_models_own_translation_of_an_easy_example_has_no_marks(translator, 
     strip = html_with(at, "aa-tokens")
     assert "aa-unsupported" not in strip and "aa-legend-unsupported" not in strip
     assert "unsupported 0.0" in strip                   # every piece still carries its score on hover
-    assert summary(at) == "Diagnosis: " + NOTHING_FLAGGED
+    assert summary(at) == "Diagnosis: " + NOTHING_FLAGGED_FREE     # what was checked (issue 51)
 
 
 def test_a_source_word_the_translation_lacks_is_framed_as_left_out():
@@ -199,7 +199,7 @@ CASES = [("en-de", "A man is riding a bike.", "Ein Mann fährt."),
 def test_issue_30_sentences_read_in_the_app_as_in_the_api(name, text, ref):
     from atlas_ui.server.settings import LOW_CONFIDENCE
     from transformer import Translator
-    from viz.diagnosis import diagnosis_summary, strongest_unflagged
+    from viz.diagnosis import NOTHING_FLAGGED_FREE, diagnosis_summary, strongest_unflagged
     model = name
     out = Translator.load(MODELS[model], device="cpu").translate(text, target=ref, diagnose=True, capture=False)
     probs, dg = [s.prob for s in out.steps], out.diagnosis
@@ -212,7 +212,9 @@ def test_issue_30_sentences_read_in_the_app_as_in_the_api(name, text, ref):
                                  candidate=strongest_unflagged(dg.hallucination, dg.omission, out.output_tokens,
                                                                out.source_tokens),
                                  put_back={f.start: f.evidence["inserted_piece"] for f in dg.flags if f.kind == "omission"
-                                           and f.evidence.get("insertion_gain", 0) > 0 and f.evidence.get("inserted_piece")})
+                                           and f.evidence.get("insertion_gain", 0) > 0 and f.evidence.get("inserted_piece")},
+                                 nothing=NOTHING_FLAGGED_FREE if ref is None else NOTHING_FLAGGED)
+    assert dg.summary == expected                      # dg.summary: the same words, composed once
     at = opened(model=model, sentence=text, **({"ref": ref} if ref else {}))
     line = summary(at)
     assert line == "Diagnosis: " + expected
@@ -221,8 +223,30 @@ def test_issue_30_sentences_read_in_the_app_as_in_the_api(name, text, ref):
         assert ("“bike” in the source looks left out" in line or "The likeliest left-out word is “bike” in the source"
                 in line or line.startswith("Diagnosis: The translation looks partly unsupported by the source or incomplete"))
     elif ref is None:
-        assert line == "Diagnosis: " + NOTHING_FLAGGED
+        assert line == "Diagnosis: " + NOTHING_FLAGGED_FREE
     else:
         assert NOTHING_FLAGGED not in line or "Mond" in ref
     strip = html_with(at, "aa-tokens")
     assert [int(i) for i in UNSUPPORTED.findall(strip)] == flagged(out.diagnosis.hallucination)
+
+
+# Issue 51: what a new user typed, read in the app as in the API: the line under the translation is
+# dg.summary, names the dropped words and the garbled ones
+OWN_CASES = [("en-de", "Two young children are playing soccer on a green field next to their school.", None, ["school"]),
+             ("en-de", "A little girl climbs the stairs to the red house.", None, ["red house"]),
+             ("de-en", "Eine Frau liest ein Buch auf dem Mond.", None, ["Mond"]),
+             ("en-de", "A skier is jumping over a snowy hill.", "Ein Ski-Stummmmmmmmm springt über einen verschneiten Hügel.",
+              ["Stummmmmmmmm"]),
+             ("en-de", "The dog is running on the grass.", "Der Hund das das das das läuft auf dem Gras.", ["das das das"])]
+
+
+@pytest.mark.parametrize("name, text, ref, named", OWN_CASES)
+def test_issue_51_sentences_name_what_a_reader_sees_wrong(name, text, ref, named):
+    from transformer import Translator
+    out = Translator.load(MODELS[name], device="cpu").translate(text, target=ref, diagnose=True, capture=False)
+    at = opened(model=name, sentence=text, **({"ref": ref} if ref else {}))
+    line = summary(at)
+    assert line == "Diagnosis: " + out.diagnosis.summary
+    for words in named:
+        assert f"“{words}”" in line, line
+    assert NOTHING_FLAGGED not in line and NOTHING_FLAGGED_FREE not in line

@@ -32,6 +32,13 @@ from .thresholds import shift_to_half
 FREE_FALSE_ALARMS = 0.08        # acceptable own translations of the fit pairs that may get a flag (goal 10%)
 FREE_PRECISION = 0.8            # flags on a labelled error, at least (goal 0.75)
 LINE_GRID = np.arange(-4.0, 4.01, 0.1)     # logits tried as lines
+# A source word the reverse model can hardly write back at all is left out more often than the word model
+# says where the lexicon knows no translation for it ("Mond"): an expert of its own flags a word whose
+# least likely piece is below -REBUILD_GRID nats, with REBUILD_SHARE more of the acceptable outputs
+# flagged at most, as the forced lines' put-back expert (thresholds.py).
+REBUILD_GRID = np.arange(8.0, 14.01, 0.5)
+REBUILD_SHARE = 0.01
+EXPERT_SLOPE = 2.0
 
 
 def featurise(tr, reverse, items) -> list[dict]:
@@ -89,6 +96,39 @@ def choose_lines(cases: list[OwnCase], feats: list[dict], models: dict) -> tuple
     return choice
 
 
+def _expert(nats: float) -> dict:
+    coef = np.zeros(len(FREE_SOURCE_FEATURES))
+    coef[FREE_SOURCE_FEATURES.index("neg_rebuild_min")] = EXPERT_SLOPE
+    return {"mean": [0.0] * len(coef), "std": [1.0] * len(coef), "coef": coef.tolist(),
+            "bias": -EXPERT_SLOPE * nats, "rebuild_below": -float(nats)}
+
+
+def rebuild_expert(cases: list[OwnCase], feats: list[dict], models: dict) -> dict | None:
+    """The rebuild expert at the smallest depth that keeps the acceptable outputs flagged within the
+    word lines' share plus REBUILD_SHARE and the flags' precision at FREE_PRECISION; None when none does."""
+    ok = np.array([c.ok for c in cases])
+
+    def flags(source_model):
+        per_case, hits, total = [], 0, 0
+        for c, f in zip(cases, feats):
+            h = word_scores({**models, "source": source_model}, f, "output", table=FREE_FEATURES)
+            o = word_scores({**models, "source": source_model}, f, "source", table=FREE_FEATURES)
+            per_case.append(bool((h >= 0.5).any() or (o >= 0.5).any()))
+            for side, scores, labels in (("output", h, c.output_labels), ("source", o, c.source_labels)):
+                for g in f[f"{side}_groups"]:
+                    if scores[g[0]] >= 0.5 and labels[g[0]] >= 0:
+                        hits, total = hits + int(labels[g[0]] == 1), total + 1
+        return np.array(per_case), (hits / total if total else 1.0)
+    base, _ = flags(models["source"])
+    budget = float(base[ok].mean()) + REBUILD_SHARE if ok.any() else 0.0
+    for nats in REBUILD_GRID:
+        expert = _expert(nats)
+        flagged, precision = flags(dict(models["source"], also=[expert]))
+        if (float(flagged[ok].mean()) if ok.any() else 0.0) <= budget and precision >= FREE_PRECISION:
+            return expert
+    return None
+
+
 def fit_free(tr, reverse, sources: list[str], pair: str) -> dict:
     cases = own_cases(tr, sources, pair, OWN_FIT_FROM)
     feats = featurise(tr, reverse, [c.item for c in cases])
@@ -100,6 +140,10 @@ def fit_free(tr, reverse, sources: list[str], pair: str) -> dict:
     # logit line -> probability line, so that shift_to_half puts 0.5 there
     models = {"output": shift_to_half(models["output"], 1 / (1 + np.exp(-a))),
               "source": shift_to_half(models["source"], 1 / (1 + np.exp(-b)))}
+    expert = rebuild_expert(cases, feats, models)
+    if expert is not None:
+        models["source"]["also"] = [expert]
+        found["rebuild expert (nats)"] = expert["rebuild_below"]
     # the sentence model: own translations against detached ones (labelled, and another sentence's)
     others = []
     for n, c in enumerate(cases):
