@@ -141,6 +141,11 @@ class PatchRun:
                              f"{len(self.corrupt_ids)}), so encoder positions do not correspond")
         if head is not None and not point.endswith(".z"):
             raise ValueError(f"{point}: only a z point has heads")
+        length = len(self.corrupt_ids) if point.startswith("encoder.") else len(self.fed_ids)
+        if position is not None and not (isinstance(position, (int, np.integer)) and 0 <= position < length):
+            raise ValueError(f"{point}: position {position!r} out of range (0..{length - 1})")
+        if head is not None and not (isinstance(head, (int, np.integer)) and 0 <= head < self.tr.config.n_heads):
+            raise ValueError(f"{point}: head {head!r} out of range (0..{self.tr.config.n_heads - 1})")
 
     def _masks(self, chunk: list[list[Copy]], S: int, T: int) -> dict[str, torch.Tensor]:
         """point -> bool mask over (B, t) positions, or (B, t, H) for z points: True = copy."""
@@ -149,6 +154,8 @@ class PatchRun:
         for b, copies in enumerate(chunk):
             for point, position, head in copies:
                 t = S if point.startswith("encoder.") else T
+                if position is not None and position >= t:
+                    continue                     # a decoder position after the step cannot change it
                 if point not in masks:
                     shape = (len(chunk), t, H) if point.endswith(".z") else (len(chunk), t)
                     masks[point] = torch.zeros(shape, dtype=torch.bool)

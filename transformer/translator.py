@@ -297,8 +297,10 @@ class Translator:
     def _hooks(self, hooks, analyses: bool):
         """hooks= checked against the engine's points; ValueError beside explain/diagnose/align,
         whose own passes would not see them."""
+        if not hooks:
+            return None
         hooks = check_hooks(hooks, self.engine.hook_points())
-        if hooks and analyses:
+        if analyses:
             raise ValueError("hooks= works with capture, lens, head_mask, prefix and target, not with "
                              "explain, diagnose or align (their own passes would not run the hooks)")
         return hooks
