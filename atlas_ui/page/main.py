@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from . import branch, sentences, state
+from . import branch, room, sentences, state
 from ..runs.translation import ExplainFailed, configure_torch, get_translator, translate, translate_explained
 from ..runs.diagnosis import PageDiagnosis
 from ..runs.explain import explain_unavailable
@@ -256,6 +256,8 @@ def chosen_model(models: dict, model: str, hub_text: str, policy: HubPolicy) -> 
 def page() -> None:
     configure_torch(torch_threads())
     state.boot_from_url(URL_FIELDS)
+    room.boot()                                        # a room link: follow it, or drive it with its key
+    room.follow(URL_FIELDS)                            # a follower takes the presenter's view, before any widget
     folder = models_dir()
     named = extra_models()                             # `attention-atlas MODEL ...`: the first one opens
     models = {**named, **find_models(str(folder))}
@@ -276,6 +278,7 @@ def page() -> None:
     st.markdown(COMPACT_CSS, unsafe_allow_html=True)      # constants, no user text
     if not display.presenter:                             # a slide needs no page title
         st.markdown(PAGE_TITLE, unsafe_allow_html=True)
+    room.bar()                                            # following the speaker · Detach
     follow_example_language(examples, source_lang)
     if display.presenter:              # one slim bar: leave, the sentence folded away, the view picker
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
@@ -355,7 +358,10 @@ def page() -> None:
             value = state.kept(key)
             params[name] = value if isinstance(value, (str, int, float)) and not isinstance(value, bool) else (
                 1 if value is True else None)
-        state.write_url(params)
+        state.write_url({**params, **room.after_run(params)})     # the room's fields in this tab's URL only
+        if display.presenter and share.open or not display.presenter and room.KEY in st.session_state:
+            with share:
+                guarded(room.panel)                      # start a room, or its link and QR code
         guarded(presenter_share if display.presenter else share_box, share, params)
 
 

@@ -153,10 +153,25 @@ def boot_from_url(extra_fields=()) -> None:
     if state.get(BOOTED):
         return
     state[BOOTED] = True
-    params = st.query_params
+    seed(st.query_params.to_dict(), extra_fields)
+
+
+def seed(params: dict, extra_fields=(), replace: bool = False, keep=("presenter",)) -> None:
+    """Put a link's fields into the widgets' kept values. replace: first forget every value a link
+    can hold (a room's follower takes the presenter's whole view: a field the presenter's link
+    leaves out is back at its default), so the page then draws exactly that link; but not the session
+    keys in `keep` (a follower's own presenter mode)."""
+    state = st.session_state
     fields = {**URL_FIELDS, **{name: (key, parse) for name, key, parse in extra_fields}}
+    if replace:
+        keys = ({key for key, _ in fields.values()} | {"decoding"}) - set(keep)
+        keys |= {str(k).removeprefix(STORE) for k in list(state) if str(k).removeprefix(STORE).startswith(ABLATE_PREFIX)}
+        for key in keys:
+            state.pop(key, None)
+            state.pop(STORE + key, None)
+        state[STORE + "decoding"] = "Greedy"
     for name, (key, parse) in fields.items():
-        if name not in params:
+        if name not in params or (replace and key in keep):
             continue
         try:
             value = parse(params[name])

@@ -1,0 +1,152 @@
+"""Rooms: a presenter's view, followed live by every tab that opens the room's link (issue 52).
+
+A room is a version number and the presenter's share-link fields (the same dict the page writes
+into its URL), kept in one process's memory behind a lock. Only the holder of the room's secret key
+publishes; everyone else can only read. Followers poll `version()` (a dict lookup under the lock),
+and rerun the page only when it changed. This module knows nothing of Streamlit, so the store is
+unit-tested directly; atlas_ui/page/room.py hands one store per process out through
+st.cache_resource. Several processes behind serving.proxy: the room link carries the presenter's
+route, so nginx sends its followers to the process that owns the room (docs/serving.md).
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+import threading
+import time
+from dataclasses import dataclass, field
+
+ID_BYTES = 18             # 144 bits: token_urlsafe gives 24 characters; cannot be guessed
+KEY_BYTES = 32
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{22,64}$")
+DEFAULT_IDLE_S = 2 * 3600         # a talk's pause; the presenter's page touches its room every minute
+DEFAULT_MAX_ROOMS = 200           # a bound on memory: the least recently touched room goes first
+FOLLOWER_SEEN_S = 10.0            # a follower counts as present this long after its last poll
+
+
+class RoomClosed(LookupError):
+    """No such room: a wrong id, or one that expired or was ended."""
+
+
+class NotPresenter(PermissionError):
+    """The key does not open this room: only its presenter drives."""
+
+
+def idle_seconds() -> float:
+    """ATLAS_ROOM_IDLE_S, or two hours; a room nobody drove or touched for this long is gone."""
+    try:
+        return max(1.0, float(os.environ.get("ATLAS_ROOM_IDLE_S", DEFAULT_IDLE_S)))
+    except ValueError:
+        return float(DEFAULT_IDLE_S)
+
+
+def valid_id(text) -> bool:
+    return isinstance(text, str) and bool(ID_PATTERN.match(text))
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode("utf-8", "replace")).digest()
+
+
+@dataclass
+class Room:
+    key_digest: bytes                  # the key itself is never kept: only its presenter holds it
+    params: dict
+    version: int = 1
+    touched: float = 0.0
+    followers: dict = field(default_factory=dict)      # follower id -> last poll (monotonic)
+
+
+class RoomStore:
+    """Every room of this process. Thread-safe: each session's script run is a thread."""
+
+    def __init__(self, idle_s: float | None = None, max_rooms: int = DEFAULT_MAX_ROOMS, clock=time.monotonic):
+        self.idle_s = idle_seconds() if idle_s is None else idle_s
+        self.max_rooms, self._clock = max_rooms, clock
+        self._rooms: dict[str, Room] = {}
+        self._lock = threading.Lock()
+
+    def _expire(self, now: float) -> None:
+        for room_id in [r for r, room in self._rooms.items() if now - room.touched > self.idle_s]:
+            del self._rooms[room_id]
+
+    def _room(self, room_id: str, now: float) -> Room:
+        room = self._rooms.get(room_id) if valid_id(room_id) else None
+        if room is None or now - room.touched > self.idle_s:
+            self._rooms.pop(room_id, None)
+            raise RoomClosed(room_id)
+        return room
+
+    def _presenter_room(self, room_id: str, key: str, now: float) -> Room:
+        room = self._room(room_id, now)
+        if not isinstance(key, str) or not hmac.compare_digest(room.key_digest, _digest(key)):
+            raise NotPresenter(room_id)
+        return room
+
+    def create(self, params: dict) -> tuple[str, str]:
+        """A new room showing `params`; returns (room id, presenter key)."""
+        room_id, key = secrets.token_urlsafe(ID_BYTES), secrets.token_urlsafe(KEY_BYTES)
+        with self._lock:
+            now = self._clock()
+            self._expire(now)
+            while len(self._rooms) >= self.max_rooms:
+                oldest = min(self._rooms, key=lambda r: self._rooms[r].touched)
+                del self._rooms[oldest]
+            self._rooms[room_id] = Room(_digest(key), dict(params), touched=now)
+        return room_id, key
+
+    def publish(self, room_id: str, key: str, params: dict) -> int:
+        """The presenter's view now; the version goes up only when it changed. Raises RoomClosed or
+        NotPresenter."""
+        with self._lock:
+            now = self._clock()
+            room = self._presenter_room(room_id, key, now)
+            room.touched = now
+            if params != room.params:
+                room.params, room.version = dict(params), room.version + 1
+            return room.version
+
+    def touch(self, room_id: str, key: str) -> None:
+        """The presenter is still there (a talk may stay on one view for long)."""
+        with self._lock:
+            now = self._clock()
+            self._presenter_room(room_id, key, now).touched = now
+
+    def end(self, room_id: str, key: str) -> None:
+        with self._lock:
+            self._presenter_room(room_id, key, self._clock())
+            del self._rooms[room_id]
+
+    def version(self, room_id: str, follower: str | None = None) -> int:
+        """The room's version, cheap enough for every follower's poll; records the follower as present."""
+        with self._lock:
+            now = self._clock()
+            room = self._room(room_id, now)
+            if follower is not None:
+                room.followers[follower] = now
+            return room.version
+
+    def read(self, room_id: str, follower: str | None = None) -> tuple[int, dict]:
+        """(version, a copy of the presenter's fields)."""
+        with self._lock:
+            now = self._clock()
+            room = self._room(room_id, now)
+            if follower is not None:
+                room.followers[follower] = now
+            return room.version, dict(room.params)
+
+    def following(self, room_id: str) -> int:
+        """How many followers polled within FOLLOWER_SEEN_S (the ones gone are forgotten)."""
+        with self._lock:
+            now = self._clock()
+            room = self._room(room_id, now)
+            room.followers = {f: t for f, t in room.followers.items() if now - t <= FOLLOWER_SEEN_S}
+            return len(room.followers)
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire(self._clock())
+            return len(self._rooms)
