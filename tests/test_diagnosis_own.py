@@ -118,3 +118,13 @@ def test_an_item_of_a_free_translation_is_marked_free(en_de):
     free, given = en_de.translate("A dog.", capture=False), en_de.translate("A dog.", target="Ein Hund.", capture=False)
     assert item_of(en_de, free).free and not item_of(en_de, given).free
     assert isinstance(item_of(en_de, free), Item)
+
+
+@pytest.mark.parametrize("text", [".", "!!!", "😀 emoji", "A man. " * 12])
+def test_odd_free_input_gets_a_diagnosis_that_names_words_only(en_de, text):
+    out = en_de.translate(text, diagnose=True, capture=False)
+    dg = out.diagnosis
+    assert dg.summary and "special piece" not in dg.summary
+    for f in dg.flags:
+        tokens = out.output_tokens if f.kind == "hallucination" else out.source_tokens
+        assert any(ch.isalnum() for ch in words_of(tokens[f.start:f.end])), f

@@ -147,6 +147,9 @@ def free_features(sig: FreeSignals, item: Item, special: frozenset, lexicon=None
     src_groups, src_on = content_words(item.source_pieces, item.source_ids, special)
     out_text, src_text = word_texts(item.output_pieces, out_groups), word_texts(item.source_pieces, src_groups)
     out_function, src_function = _never_flagged(out_text, target_language), _never_flagged(src_text, source_language)
+    # a word with no letter or digit ("▁" alone before "." in a source that is only ".") is nothing to flag
+    out_on = out_on & np.array([any(ch.isalnum() for ch in w) for w in out_text], dtype=bool)
+    src_on = src_on & np.array([any(ch.isalnum() for ch in w) for w in src_text], dtype=bool)
     source_gap, output_gap = np.zeros(len(src_groups)), np.zeros(len(out_groups))
     expected, expected_why = np.zeros(len(out_groups)), [None] * len(out_groups)
     if lexicon is not None:
