@@ -4,7 +4,9 @@ Streamlit is one process bound by the GIL; N processes behind a reverse proxy se
 script runs. A session must stay on one process: its websocket does (one connection), and the page
 and its later requests follow a cookie. Open-source nginx has no `sticky` directive, so the
 upstream is chosen by `hash $route consistent`, where $route is the `atlas_route` cookie, or a new
-random request id that the response then sets as that cookie.
+random request id that the response then sets as that cookie. A room's link (`?room=...&route=R`)
+names the route of the process that owns the room, which then wins over the cookie, so the room's
+followers reach the process that holds it (rooms live in one process's memory).
 
     python -m serving.proxy --processes 2 --port 8501      # app processes on 8601, 8602, ...
 
@@ -37,9 +39,15 @@ http {{
     scgi_temp_path {prefix}/scgi;
 
     # Sticky sessions: the route cookie, or a fresh random id that becomes the cookie.
-    map $cookie_{cookie} $route {{
+    map $cookie_{cookie} $cookie_route {{
         ""      $request_id;
         default $cookie_{cookie};
+    }}
+    # A room's link names the route of the process that owns the room (atlas_ui/page/room.py): a
+    # follower's page goes there, and its websocket follows by the cookie that response sets.
+    map $arg_route $route {{
+        "~^[0-9a-f]{{32}}$" $arg_route;
+        default            $cookie_route;
     }}
     # Websocket upgrade: pass the client's Upgrade header on, and close otherwise.
     map $http_upgrade $connection_upgrade {{
