@@ -221,3 +221,22 @@ def test_the_grid_equals_its_validated_rebuild_and_serialises_fast():
     assert [type(t) for t in rebuilt.data] == [type(t) for t in fig.data]
     assert drop_empty(json.loads(fig.to_json())) == drop_empty(json.loads(rebuilt.to_json()))
     orjson.dumps(fig.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY | orjson.OPT_NON_STR_KEYS)
+
+
+def test_a_window_of_steps_keeps_every_steps_number_for_hover_clicks_and_the_frame():
+    """A phone draws a window of the steps (atlas_ui/views/logit_lens.py step_window): its hover,
+    its clicks and its framed cell still name the step of the whole translation."""
+    from atlas_ui.views.logit_lens import step_window
+    assert step_window(0, 20, 4) == (0, 4) and step_window(10, 20, 4) == (8, 12)
+    assert step_window(19, 20, 4) == (16, 20) and step_window(1, 3, 4) == (0, 3)
+    T, n, k = 6, 3, 2
+    prob = np.linspace(0, 1, T * n).reshape(T, n)
+    pieces = [[["▁a", "▁b"] for _ in range(n)] for _ in range(T)]
+    probs = np.full((T, n, k), 0.5)
+    sites = ["L0.self", "L0.cross", "L0.ffn"]
+    tokens = [f"▁w{t}" for t in range(T)]
+    fig = logit_lens_figure(prob[2:5], pieces[2:5], probs[2:5], tokens[2:5], sites, first_step=2, selected=(1, 3))
+    markers = [trace for trace in fig.data if trace.type == "scatter"][0]
+    assert sorted({int(row[1]) for row in markers.customdata}) == [2, 3, 4]
+    assert markers.hovertext[0].startswith("step 3 → ")
+    assert fig.layout.shapes[0].x0 == 0.5                     # step 3 is the window's second column

@@ -95,8 +95,8 @@ def _fit(text: str, size: float, room: float) -> str:
 
 def logit_lens_figure(chosen_prob, top_pieces, top_probs, output_tokens: Sequence[str], sites: Sequence[str],
                       title: str = "", *, chosen_rank=None, show_space: bool = False, cell_font: int = 11,
-                      width: float = MAIN_WIDTH, height: int | None = None, selected: tuple | None = None
-                      ) -> go.Figure:
+                      width: float = MAIN_WIDTH, height: int | None = None, selected: tuple | None = None,
+                      first_step: int = 0) -> go.Figure:
     """The logit lens as a sites x steps grid: one column per output step (labelled with the piece
     finally chosen there), one row per decoder sublayer (the last layer at the top, the model's own
     output in its top row). Each cell's text is the lens's top-1 piece at that site and step (cut
@@ -104,7 +104,8 @@ def logit_lens_figure(chosen_prob, top_pieces, top_probs, output_tokens: Sequenc
     probability the lens gives the piece finally chosen (0..1, Viridis). Hover shows the cell's
     top-k with probabilities, p(chosen) and its rank. A near-invisible marker on each cell carries
     customdata [site index, step] for clicks (plotly heatmaps report no selection; lens_selection
-    reads it). `selected` (site, step): that cell is framed.
+    reads it). `selected` (site, step): that cell is framed. first_step: the arrays are a window of
+    the steps starting there (a phone's: hover, clicks and `selected` still count every step).
 
     chosen_prob (T, n_sites); top_pieces / top_probs (T, n_sites, k), best first; chosen_rank
     (T, n_sites) or None. ValueError when the shapes disagree with each other or with the T output
@@ -126,17 +127,17 @@ def logit_lens_figure(chosen_prob, top_pieces, top_probs, output_tokens: Sequenc
             best = "<br>".join(f"{i + 1}. {escape_label(show_piece(p, show_space=show_space))}  {q:.3f}"
                                for i, (p, q) in enumerate(zip(pieces[t][j], probs[t, j].tolist())))
             where = f"rank {int(rank[t, j])}" if rank is not None else ""
-            hover[row, t] = (f"step {t + 1} → {x_labels[t]} · {escape_label(site_label(sites[j]))}<br>"
+            hover[row, t] = (f"step {t + first_step + 1} → {x_labels[t]} · {escape_label(site_label(sites[j]))}<br>"
                              f"p({x_labels[t]}) = {prob[t, j]:.3f}{' · ' + where if where else ''}<br>{best}")
     steps, rows = np.meshgrid(np.arange(T), np.arange(n))
     markers = dict(type="scatter", x=plain(steps.ravel().tolist()), y=plain(rows.ravel().tolist()), mode="markers",
                    showlegend=False, name="cells", hovertext=hover.ravel(),   # a click needs hover on
                    hovertemplate="%{hovertext}<extra></extra>",
-                   customdata=np.column_stack([[order[r] for r in rows.ravel()], steps.ravel()]).astype(int),
+                   customdata=np.column_stack([[order[r] for r in rows.ravel()], steps.ravel() + first_step]).astype(int),
                    marker=dict(size=max(6, min(24, int(room))), opacity=0.01, color="white", symbol="square"))
     frame = None
-    if selected is not None and 0 <= selected[0] < n and 0 <= selected[1] < T:
-        row, step = order.index(selected[0]), selected[1]
+    if selected is not None and 0 <= selected[0] < n and 0 <= selected[1] - first_step < T:
+        row, step = order.index(selected[0]), selected[1] - first_step
         frame = dict(type="rect", x0=step - 0.5, x1=step + 0.5, y0=row - 0.5, y1=row + 0.5, xref="x", yref="y",
                      line=dict(color="#e66101", width=3))
     fig = matrix_heatmap(

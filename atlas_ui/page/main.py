@@ -13,7 +13,7 @@ from ..runs.translation import ExplainFailed, configure_torch, get_translator, t
 from ..runs.diagnosis import PageDiagnosis
 from ..runs.explain import explain_unavailable
 from ..runs.catalogue import ModelRef, file_stamps, find_models, load_examples, model_languages
-from .common import Display, escape_md
+from .common import Display, escape_md, on_a_phone
 from ..server.hub_policy import HubPolicy, HubRefused, open_hub, read_policy, resolved
 from .landing import land
 from .inputs import input_area, language_note, language_picker, show_status, sidebar
@@ -280,6 +280,7 @@ def page() -> None:
         st.markdown(PAGE_TITLE, unsafe_allow_html=True)
     room.bar()                                            # following the speaker · Detach
     follow_example_language(examples, source_lang)
+    phone = on_a_phone() and not display.presenter
     if display.presenter:              # one slim bar: leave, the sentence folded away, the view picker
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
         leave, sentence, share_at, picker = st.columns([1.1, 1.8, 0.8, 3.5], vertical_alignment="center")
@@ -289,6 +290,11 @@ def page() -> None:
                      help="Leave presenter mode", width="stretch")
         with sentence.popover("Sentence and decoding", width="stretch"):
             text, reference, beam = input_area(examples, source_lang, target_lang)
+    elif phone:                        # the chart first: the sentence and the view one tap away
+        with st.container(key="phone_bar", horizontal=True, vertical_alignment="center"):
+            with st.popover("✎ Sentence", width="content"):
+                text, reference, beam = input_area(examples, source_lang, target_lang)
+            picker = st.container(width="stretch")
     else:
         picker = None
         text, reference, beam = input_area(examples, source_lang, target_lang)
@@ -317,17 +323,21 @@ def page() -> None:
             step = state.kept("step", 0) if shown is not None and shown.steps else None
             diagnosis = guarded(PageDiagnosis, ref, device, result, view)     # a new run's: after the view
             whole = " ".join(sentences.translations(ref, device, parts, beam, result)) if parts.several else None
-            sentences.sentence_picker(parts)
-            mark_strip = show_translation(result, target_lang, display, step if isinstance(step, int) and
-                                          0 <= step < len(result.output_tokens) else None, diagnosis, beam, whole)
-            model_note(translator, result)
-            view = pick_view(picker)
-            st.caption(f"**{VIEWS[view].title}.** {VIEWS[view].explains}")
+            # a phone: the view's chart first, the translation and what the view shows under it
+            body_slot, strip_slot = (st.container(), st.container()) if phone else (
+                contextlib.nullcontext(), contextlib.nullcontext())
+            with strip_slot:
+                sentences.sentence_picker(parts)
+                mark_strip = show_translation(result, target_lang, display, step if isinstance(step, int) and
+                                              0 <= step < len(result.output_tokens) else None, diagnosis, beam, whole)
+                model_note(translator, result)
+                view = pick_view(picker)
+                st.caption(f"**{VIEWS[view].title}.** {VIEWS[view].explains}")
             context = ViewContext(result=result, display=display, examples=examples, source_key=source_lang,
                                   text=parts.sentence, reference=parts.reference, model=ref, device=device, beam=beam,
                                   run=run)
             started = time.perf_counter()
-            with st.container(key="view_body"):           # the view's own controls and charts (COMPACT_CSS)
+            with body_slot, st.container(key="view_body"):    # the view's own controls and charts (COMPACT_CSS)
                 figure = guarded(VIEWS[view].render, context)
             figure_seconds = time.perf_counter() - started
             if mark_strip is not None:

@@ -10,7 +10,7 @@ from viz.lens import (decision_sites, decoder_lens_frame, lens_grid_height, lens
 from viz._labels import show_piece
 
 from ..page import state
-from ..page.common import STEP_SLIDE_HEIGHT, chart, escape_md, shared_figure, shared_table
+from ..page.common import STEP_SLIDE_HEIGHT, chart, escape_md, move_step, on_a_phone, shared_figure, shared_table
 from ..runs.lens import decoder_lens_key, decoder_lens_run, lens_key, lens_run
 from ..runs.warm import tagged
 from ..server.settings import max_concurrent
@@ -25,6 +25,18 @@ PHONE_CSS = ("<style>@media (max-width:640px){.st-key-lens_picture .heatmaplayer
              ".st-key-lens_picture .hm text{display:none}}</style>")
 
 
+PHONE_STEPS = 4               # a phone shows this many steps around the page's step, each cell with its piece
+
+
+PHONE_WIDTH = {"width": 390}     # the cells' text is cut to a phone's cells, not a 1280-px window's
+
+
+def step_window(step: int, steps: int, size: int) -> tuple[int, int]:
+    """[lo, hi) of `size` steps holding `step` (two before it where there are), inside 0..steps."""
+    lo = min(max(step - 2, 0), max(steps - size, 0))
+    return lo, min(lo + size, steps)
+
+
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
     pieces = tuple(result.output_tokens)
@@ -33,20 +45,30 @@ def render(ctx: ViewContext):
                       lambda: lens_run(key, max_concurrent()))
     sites, T = list(lens.sites), len(lens.output_tokens)
     site, step = selected_cell(lens)
-    fig = shared_figure(result, ("lens", lens.key, display.show_space, display.presenter), lambda: logit_lens_figure(
-        lens.chosen_prob, lens.top_pieces, lens.top_probs, pieces, sites,
-        "Logit lens: each decoder sublayer read through the model's own head", chosen_rank=lens.chosen_rank,
-        show_space=display.show_space, cell_font=14 if display.presenter else 11,
+    phone = on_a_phone() and not display.presenter
+    lo, hi = step_window(step, T, PHONE_STEPS) if phone else (0, T)
+    title = "Logit lens: each decoder sublayer read through the model's own head"
+    rank = lens.chosen_rank
+    fig = shared_figure(result, ("lens", lens.key, display.show_space, display.presenter, lo, hi), lambda: logit_lens_figure(
+        lens.chosen_prob[lo:hi], lens.top_pieces[lo:hi], lens.top_probs[lo:hi], pieces[lo:hi], sites,
+        title + (f" · steps {lo + 1}–{hi} of {T}" if (lo, hi) != (0, T) else ""),
+        chosen_rank=None if rank is None else rank[lo:hi], first_step=lo,
+        show_space=display.show_space, cell_font=14 if display.presenter else 11, **PHONE_WIDTH if phone else {},
         height=min(lens_grid_height(len(sites)), STEP_SLIDE_HEIGHT)))
     # one block, the sentence above the chart: presenter mode and phones put a view's first chart
     # block first (share.PRESENTER_CSS, main.COMPACT_CSS), and the sentence goes with it
     with st.container(key="lens_picture"):
-        st.html(PHONE_CSS)
+        if not phone:                      # a phone's window of steps has room for the cells' text
+            st.html(PHONE_CSS)
         # the first question a speaker is asked, answered for this sentence
         st.markdown("**" + escape_md(lens_sentence(lens.chosen_rank, pieces, sites, show_space=display.show_space),
                                      600) + "**")
         chart(fig, CHART, on_select=lambda: _on_cell_pick(len(sites), T), selection_mode="points",
               max_height=STEP_SLIDE_HEIGHT)                # under the sentence: less room than a plain chart
+        if phone and (lo, hi) != (0, T):
+            with st.container(horizontal=True, key="lens_window"):
+                st.button("◀ Earlier", key="lens_earlier", on_click=move_step, args=(-PHONE_STEPS, T), disabled=lo == 0)
+                st.button("Later ▶", key="lens_later", on_click=move_step, args=(PHONE_STEPS, T), disabled=hi >= T)
     st.caption("Read up a column to see when the model settles on the piece it writes: a cell holds the piece the "
                "lens reads after that sublayer, its colour the probability of the piece finally chosen. "
                "Click a cell for its top pieces.")
