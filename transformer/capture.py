@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from .interventions import active as intervening_now
+from .interventions import current as current_interventions
 from .interventions import intervene
 
 KINDS = ("encoder_self", "decoder_self", "cross")
@@ -95,8 +95,14 @@ def residual_wanted() -> bool:
 
 
 def observe(point: HookPoint | None, x: torch.Tensor) -> torch.Tensor:
-    """x through a named HookPoint only when this call records residuals or has hooks: free when off."""
-    return point(x) if point is not None and (residual_wanted() or intervening_now()) else x
+    """x through a named HookPoint only when this call records residuals or has hooks: two ContextVar
+    reads when off."""
+    if point is None:
+        return x
+    recorder = _current_recorder.get()
+    if (recorder is not None and recorder.residual) or current_interventions() is not None:
+        return point(x)
+    return x
 
 
 def _record_hook(module: HookPoint, inputs, output):

@@ -25,6 +25,8 @@ from .interventions import check_hooks, intervening
 from .language import check as check_language
 from .lens import Lens, check_encoder_layer, lens_points, read_lens
 from .masks import causal_mask
+from .patching import PatchResult
+from .patching import patch as patch_pair
 from .sources import is_hf_source
 
 if TYPE_CHECKING:                     # the annotation only: explain.py imports torch-heavy helpers lazily
@@ -305,12 +307,12 @@ class Translator:
                              "explain, diagnose or align (their own passes would not run the hooks)")
         return hooks
 
-    def patch(self, clean: str, corrupt: str, step: int | None = None, target=None):
+    def patch(self, clean: str, corrupt: str, step: int | None = None, target=None) -> PatchResult:
         """Activation patching (transformer/patching.py): which encoder position and which head
         carry the difference between two sources, as the fraction of the clean run's preference
-        restored by copying each one from the clean run into the corrupt run."""
-        from .patching import patch
-        return patch(self, clean, corrupt, step=step, target=target)
+        restored by copying each one from the clean run into the corrupt run. target: force this
+        translation in both runs instead of the clean one's own greedy translation."""
+        return patch_pair(self, clean, corrupt, step=step, target=target)
 
     def _forced(self, source, plan: Plan, output_ids: list[int], gates, encoder_layer=None) -> torch.Tensor:
         """Logits (T, V) of one teacher-forced pass feeding the start piece, then output_ids[:-1]."""

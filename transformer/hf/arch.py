@@ -108,12 +108,12 @@ class ResidualSite:
     """One residual capture point: the module whose first input ("input") or output ("output",
     its first element when a tuple) is the residual stream there. `adds`: where a hook writes it
     when that is elsewhere (pre-LN mid points, read at the next norm's input, which is not the
-    residual the layer carries on): (the sublayer's pre-norm, whose input is the residual before
-    it; the sublayer, whose output the layer adds to that residual)."""
+    residual the layer carries on): (the point before the sublayer, the residual its output is
+    added to; the sublayer)."""
     name: str                      # e.g. "decoder.1.resid_mid_cross"
     module: nn.Module
     reads: str                     # "input" | "output"
-    adds: tuple | None = None      # (pre-norm, sublayer) or None: written where it is read
+    adds: tuple | None = None      # (previous point's name, sublayer) or None: written where it is read
 
 
 def _layers(stack, family: str):
@@ -143,7 +143,8 @@ def residual_sites(model) -> list[ResidualSite]:
                 norms = [layer.self_attn_layer_norm] + ([layer.encoder_attn_layer_norm] if len(mids) == 2 else [])
                 norms.append(layer.final_layer_norm)
                 blocks = [layer.self_attn] + ([layer.encoder_attn] if len(mids) == 2 else [])
-                where = ([(n, "input", (norms[j], blocks[j])) for j, n in enumerate(norms[1:])] if FAMILIES[family][1]
+                before = [residual_name(stack_name, i, p) for p in RESIDUAL_POINTS[stack_name][:-1]]
+                where = ([(n, "input", (before[j], blocks[j])) for j, n in enumerate(norms[1:])] if FAMILIES[family][1]
                          else [(n, "output", None) for n in norms[:-1]])
             sites += [ResidualSite(residual_name(stack_name, i, p), m, r, a) for p, (m, r, a) in zip(mids, where)]
             sites.append(ResidualSite(residual_name(stack_name, i, "resid_post"), layer, "output"))

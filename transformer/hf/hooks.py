@@ -11,8 +11,8 @@ the model), so concurrent calls in different threads cannot see each other:
 One hook per residual point (arch.residual_sites) hands the stream to the call's hook, which may
 replace it, then to the recorder when the call asks for that point (capture(residual=...)); with
 neither it returns after two ContextVar reads. A pre-LN mid point is read at the next norm's
-input but written at the sublayer's output (the residual it is added to kept from the sublayer's
-pre-norm input), so the layer carries the written value on both paths.
+input but written at the sublayer's output (minus the stream at the point before, which the
+call's stash keeps), so the layer carries the written value on both paths.
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from functools import partial
 
 import torch
 
-from ..capture import current_recorder, record, record_residual
+from ..capture import _current_recorder, record, record_residual
 from ..interventions import current as current_interventions
 from ..interventions import hooked, intervene, z_name
 from .arch import ResidualSite, Site
@@ -37,8 +37,11 @@ def _record(kind: str, layer: int, module, args, output) -> None:
 
 
 def _output(name: str, module, args, output):
+    state, recorder = current_interventions(), _current_recorder.get()
+    if state is None and recorder is None:
+        return None
     x = output[0] if isinstance(output, tuple) else output                       # (B, t, D)
-    new = intervene(name, x)
+    new = _carry(state, name, x, True)
     record_residual(name, new)
     if new is x:
         return None
@@ -46,8 +49,11 @@ def _output(name: str, module, args, output):
 
 
 def _input(name: str, write: bool, module, args, kwargs):
+    state, recorder = current_interventions(), _current_recorder.get()
+    if state is None and recorder is None:
+        return None
     x = args[0] if args else kwargs["hidden_states"]                              # (B, t, D)
-    new = intervene(name, x) if write else x
+    new = _carry(state, name, x, write)
     record_residual(name, new)
     if new is x:
         return None
@@ -56,20 +62,23 @@ def _input(name: str, write: bool, module, args, kwargs):
     return args, dict(kwargs, hidden_states=new)
 
 
-def _keep_residual(name: str, module, args) -> None:
-    """Pre-LN: the sublayer's pre-norm input is the residual its output is added to."""
-    state = current_interventions()
-    if state is not None and name in state.hooks:
-        state.stash[name] = args[0]                                               # (B, t, D)
+def _carry(state, name: str, x, write: bool):
+    """x through the call's hook at `name` (if it writes here), kept in the call's stash: a pre-LN
+    sublayer's output is added to the stream at the point before it."""
+    if state is None:
+        return x
+    new = state.apply(name, x) if write else x
+    state.stash[name] = new
+    return new
 
 
-def _write_sum(name: str, module, args, output):
-    """Pre-LN mid point = residual + sublayer output: hand that sum to the hook; a write W becomes
-    the output W - residual (dropout is off in eval, so the layer then carries W)."""
+def _write_sum(name: str, before: str, module, args, output):
+    """Pre-LN mid point = the stream at `before` + the sublayer's output: hand that sum to the hook;
+    a write W becomes the output W - that stream (dropout is off in eval: the layer carries W)."""
     if not hooked(name):
         return None
     state = current_interventions()
-    residual = state.stash.pop(name)
+    residual = state.stash[before]
     out = output[0] if isinstance(output, tuple) else output
     mid = residual + out
     new = state.apply(name, mid)
@@ -86,7 +95,7 @@ def _heads(kind: str, layer: int, n_heads: int, name: str, module, args):
     if gates is not None:
         gate = gates[kind][layer].to(x.dtype)                      # (H,)
         x = (x.unflatten(-1, (n_heads, -1)) * gate[:, None]).flatten(-2)
-    recorder = current_recorder()
+    recorder = _current_recorder.get()
     if current_interventions() is not None or (recorder is not None and recorder.wants(name)):
         z = x.unflatten(-1, (n_heads, -1))                         # (B, Tq, H, dh)
         new = intervene(name, z)
@@ -112,9 +121,8 @@ def install_module_hooks(model, sites: list[Site], residual: list[ResidualSite] 
         else:
             point.module.register_forward_hook(partial(_output, point.name))
         if point.adds is not None:
-            norm, sublayer = point.adds
-            norm.register_forward_pre_hook(partial(_keep_residual, point.name))
-            sublayer.register_forward_hook(partial(_write_sum, point.name))
+            before, sublayer = point.adds
+            sublayer.register_forward_hook(partial(_write_sum, point.name, before))
 
 
 def current_gates() -> dict | None:
