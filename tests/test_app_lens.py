@@ -116,7 +116,7 @@ def test_a_link_s_cell_opens_that_cell_s_top_k(translator):
     site, step = 4, 6                                      # layer 1 · cross-attn, step 7
     at = opened(lens_site=str(site), step_no=str(step + 1))
     heading = f"Step {step + 1} (chose {out.output_tokens[step]}), read after {site_label(out.lens.sites[site])}: " \
-              f"p(chosen) = {out.lens.chosen_prob[step, site]:.3f}, rank {out.lens.chosen_rank[step, site]}"
+              f"p(chosen) = {out.lens.chosen_prob[step, site]:.3f}, rank {out.lens.chosen_rank[step, site] + 1}"   # read from 1
     assert escape_md(heading, 300) in markdown(at)
     cell = next(d.value for d in at.dataframe if "piece" in list(getattr(d.value, "columns", [])))
     assert list(cell["piece"]) == [p for p, _ in out.lens.top_k[step][site]]

@@ -115,8 +115,8 @@ def test_heatmap_hover_is_escaped_and_template_holds_no_tokens():
     trace = fig.data[0]
     cd = np.asarray(trace.customdata)
     assert cd.shape == (4, 5, 2)
-    assert cd[0, 0, 0] == "0 &lt;s&gt;" and cd[3, 4, 1] == "4 &lt;/s&gt;"
-    assert cd[1, 2, 1] == "2 ▁a" and cd[1, 3, 1] == "3 ▁a"
+    assert cd[0, 0, 0] == "1 &lt;s&gt;" and cd[3, 4, 1] == "5 &lt;/s&gt;"     # positions count from 1
+    assert cd[1, 2, 1] == "3 ▁a" and cd[1, 3, 1] == "4 ▁a"
     assert "<s>" not in trace.hovertemplate and "▁" not in trace.hovertemplate
     assert "%{customdata[0]}" in trace.hovertemplate and "%{z" in trace.hovertemplate
     assert fig.layout.title.text == "&lt;s&gt; &amp; co"
@@ -136,7 +136,7 @@ def test_heatmap_hide_special_drops_rows_and_columns():
     assert list(fig.layout.xaxis.ticktext) == ["▁A", "▁man", "▁a", "▁a"]
     assert "may not sum to 1" in fig.layout.title.text
     cd = np.asarray(fig.data[0].customdata)
-    assert cd[0, 0, 0] == "1 ▁Ein"                           # original position kept in hover
+    assert cd[0, 0, 0] == "2 ▁Ein"                           # original position kept in hover, from 1
     plain = attention_heatmap(w, TGT, SRC, title="x")
     assert "may not sum" not in plain.layout.title.text
 

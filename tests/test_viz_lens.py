@@ -44,7 +44,7 @@ def test_the_grid_writes_each_cell_s_top_piece_and_colours_it_by_p_chosen():
             assert heat.text[row][t] == pieces[t][site][0]                    # the lens's top-1 there
             hover = heat.hovertext[row][t]
             assert f"step {t + 1} → {fig.layout.xaxis.ticktext[t]}" in hover and site_label(SITES[site]) in hover
-            assert f"rank {rank[t, site]}" in hover and "p(" in hover
+            assert f"rank {rank[t, site] + 1}" in hover and "p(" in hover
             for i, piece in enumerate(pieces[t][site]):                      # the cell's top-k, in order
                 assert f"{i + 1}. {piece}  {top[t, site, i]:.3f}" in hover
     assert heat.texttemplate == "%{text}"

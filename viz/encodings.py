@@ -104,7 +104,7 @@ def position_bias_figure(bias, tokens: Sequence[str], title: str = "") -> go.Fig
     if isinstance(tokens, str) or bias.shape != (len(tokens), len(tokens)):
         raise ValueError(f"position bias has shape {bias.shape} but {len(tokens)} tokens were given")
     labels = display_tokens(tokens)
-    hover = [f"{i} {lab}" for i, lab in enumerate(labels)]
+    hover = [f"{i + 1} {lab}" for i, lab in enumerate(labels)]      # query and key positions count from 1
     zmin, zmax = symmetric_range(bias)
     cd = np.stack([row_customdata(hover, bias.shape), row_customdata(hover, bias.shape).T], -1)
     return matrix_heatmap(

@@ -72,13 +72,13 @@ def contribution_figure(source_contribution, prefix_contribution, output_tokens,
     source = _unit_matrix(source_contribution, out, src, "source_contribution")
     prefix = _unit_matrix(prefix_contribution, out, tgt, "prefix_contribution")
     rows = display_tokens(out, show_space=show_space)
-    row_names = [f"{i} {lab}" for i, lab in enumerate(rows)]
+    row_names = [f"{i + 1} {lab}" for i, lab in enumerate(rows)]          # positions count from 1
     traces = []
     for z, keys, axis, part in ((source, src, "", "source"), (prefix, tgt, "2", "prefix")):
         labels = display_tokens(keys, show_space=show_space)
         traces.append(heatmap_trace(
             z, zmin=0.0, zmax=1.0, colorscale=colorscale or DEFAULT_COLORSCALE,
-            customdata=pair_customdata(row_names, [f"{j} {lab}" for j, lab in enumerate(labels)]),
+            customdata=pair_customdata(row_names, [f"{j + 1} {lab}" for j, lab in enumerate(labels)]),
             hovertemplate=f"Output %{{customdata[0]}}<br>{part} %{{customdata[1]}}"
                           "<br>contribution %{z:.4f}<extra></extra>",
             colorbar=dict(title=dict(text="contribution"), **COLORBAR_AT_EDGE), showscale=axis == "2",
@@ -127,8 +127,8 @@ def method_comparison_figure(scores: dict, source_tokens, step: int | None = Non
     return matrix_heatmap(
         z, y_labels=rows, x_labels=cols, y_title="Method", x_title="Source piece", zmin=0.0, zmax=1.0,
         colorscale=colorscale or DEFAULT_COLORSCALE,
-        customdata=pair_customdata(rows, [f"{j} {lab}" for j, lab in enumerate(cols)]),
-        title=title, note=f"output step {step}" if step is not None else "", colorbar_title="weight",
+        customdata=pair_customdata(rows, [f"{j + 1} {lab}" for j, lab in enumerate(cols)]),
+        title=title, note=f"output step {step + 1}" if step is not None else "", colorbar_title="weight",
         hovertemplate="%{customdata[0]}<br>Source %{customdata[1]}<br>weight %{z:.4f}<extra></extra>",
         height=height if height is not None else 140 + 40 * len(names))
 

@@ -49,9 +49,9 @@ def attention_heatmap(weights, query_tokens, key_tokens, title: str = "", *,
     q_labels = display_tokens([query[i] for i in rows], show_space=show_space)
     k_labels = display_tokens([key[j] for j in cols], show_space=show_space)
     zmin, zmax = fixed_range(zmax) if zmax is not None and not normalize else color_range(z, normalize)
-    # Hover names each cell by original position and escaped piece.
-    customdata = pair_customdata([f"{i} {lab}" for i, lab in zip(rows, q_labels)],
-                                 [f"{j} {lab}" for j, lab in zip(cols, k_labels)])
+    # Hover names each cell by original position, counted from 1 as steps are, and escaped piece.
+    customdata = pair_customdata([f"{i + 1} {lab}" for i, lab in zip(rows, q_labels)],
+                                 [f"{j + 1} {lab}" for j, lab in zip(cols, k_labels)])
     return matrix_heatmap(
         z, y_labels=q_labels, x_labels=k_labels, y_title=query_title, x_title=key_title,
         zmin=zmin, zmax=zmax, colorscale=colorscale or DEFAULT_COLORSCALE,

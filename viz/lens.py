@@ -126,7 +126,7 @@ def logit_lens_figure(chosen_prob, top_pieces, top_probs, output_tokens: Sequenc
         for t in range(T):
             best = "<br>".join(f"{i + 1}. {escape_label(show_piece(p, show_space=show_space))}  {q:.3f}"
                                for i, (p, q) in enumerate(zip(pieces[t][j], probs[t, j].tolist())))
-            where = f"rank {int(rank[t, j])}" if rank is not None else ""
+            where = f"rank {int(rank[t, j]) + 1}" if rank is not None else ""    # read from 1: the top piece is rank 1
             hover[row, t] = (f"step {t + first_step + 1} → {x_labels[t]} · {escape_label(site_label(sites[j]))}<br>"
                              f"p({x_labels[t]}) = {prob[t, j]:.3f}{' · ' + where if where else ''}<br>{best}")
     steps, rows = np.meshgrid(np.arange(T), np.arange(n))

@@ -12,7 +12,7 @@ from ..runs.translation import available_devices
 from ..runs.catalogue import language_options, model_labels, model_languages, translation_tasks
 from .common import Display, escape_md
 from ..server.hub_policy import HubPolicy, hub_name, read_policy
-from ..server.settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS
+from ..server.settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS, real_model_hint
 
 SPLIT_NAMES = {"val": "val", "test_2016_flickr": "test16"}
 SCORE_ROWS = (("val", "greedy"), ("val", "beam4"), ("test_2016_flickr", "greedy"), ("test_2016_flickr", "beam4"))
@@ -40,8 +40,10 @@ def sidebar(models: dict, default_model: str = DEFAULT_MODEL,
         labels = model_labels(models)
         model = state.selectbox("Model", list(models), "model", default_model, format_func=labels.get)
         if policy.enabled:
+            # the example names the open model's direction (de-en open: opus-mt-de-en)
             hub_id = state.text_input("Or a Hugging Face model (hub id)", "hub_id",
-                                      placeholder="Helsinki-NLP/opus-mt-en-de",
+                                      placeholder=real_model_hint(*model_languages(models[model]))
+                                      if model in models else real_model_hint(None, None),
                                       help="A Marian, NLLB/M2M100, mBART-50, BART or T5 translation model, "
                                            "by its hub id (owner/name; never a path). "
                                            + escape_md(policy.describe(), 600))
@@ -226,20 +228,21 @@ def unchecked_note(source_lang) -> str:
             f"flagged for this model, which reads {reads}.")
 
 
-def language_note(translator, text: str, models: dict, current: str) -> None:
+def language_note(translator, text: str, models: dict, current: str) -> str | None:
     """Above the chart: the sentence looks like another language than the model reads (a
     character n-gram check, transformer/language.py), with a one-click switch to a model here
-    that reads that language, when there is one."""
+    that reads that language, when there is one. Returns the language detected when it is not the
+    model's (None otherwise), for the low-confidence note to suggest the same way round."""
     scope = unchecked_note(translator.source_lang)
     if scope:                 # the check cannot say anything for this model: say so, not nothing
         st.caption(scope)
-        return
+        return None
     try:
         check = translator.language_check(text)
     except ValueError:                               # nothing to read: the translation says so
-        return
+        return None
     if check.matches or not check.detected:
-        return
+        return None
     detected = LANGUAGE_NAMES.get(check.detected, check.detected)
     reads = LANGUAGE_NAMES.get(translator.source_lang, translator.source_lang)
     readers = [name for name, path in models.items() if name != current and model_languages(path)[0] == check.detected]
@@ -249,6 +252,7 @@ def language_note(translator, text: str, models: dict, current: str) -> None:
     if readers:
         columns[1].button(f"Open {readers[0]} (reads {detected})", key="language_switch",
                           on_click=state.put, args=("model", readers[0]))
+    return check.detected
 
 
 INPUTS_OPEN = "inputs_open"           # session key: the examples · reference · beam popover is open

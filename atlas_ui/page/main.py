@@ -159,6 +159,11 @@ def pick_view(bar) -> str:
         return state.selectbox("View", list(VIEWS), "view", label_visibility="collapsed")
 
 
+# the page's one convention, said once in the translation's legend (its help): what a person reads counts from 1
+NUMBERING = ("Steps, positions (Query 1 is the first piece) and ranks (rank 1 is the best piece) count from 1; "
+             "layers and heads are numbered as their pickers are, from 0.")
+
+
 def show_translation(result, target_lang: str, display: Display, current: int | None = None,
                      diagnosis=None, beam: int = 1, whole: str | None = None):
     """The translation in a keyed container (class st-key-translation), so the page can be read
@@ -172,7 +177,7 @@ def show_translation(result, target_lang: str, display: Display, current: int | 
         # one line: what it is, the text (a wider label when it says how: no second line under it)
         label, text = st.columns([3.2 if result.forced or beam > 1 else 1.6, 8], vertical_alignment="center")
         label.markdown(f"**{escape_md(title)}**", help="The pieces below are shaded by probability: orange = "
-                                                       "less sure; hover a piece for its value.")
+                                                       "less sure; hover a piece for its value. " + NUMBERING)
         # st.text, not st.code: st.code loads a 1.5 MB syntax highlighter on every new tab, which
         # delayed the first chart by 0.7-1.3 s (benchmarks/bench_first_paint.py)
         text.text(whole or result.text or " ")        # whole: every sentence's translation (sentences.py)
@@ -214,9 +219,19 @@ def load_translator(ref: ModelRef, device: str, name: str):
         return None
 
 
-def model_note(translator, result) -> None:
+def suggested_hub_model(source_lang, target_lang, detected=None) -> str:
+    """The hub model the low-confidence note names: the open model's direction, or, when the sentence
+    looks like another language (`detected`), one that reads that language, as the language note's
+    switch does (English typed into de-en: opus-mt-en-de, like "Open en-de (reads English)")."""
+    if detected and detected != source_lang:
+        return real_model_hint(detected, target_lang if detected != target_lang else source_lang)
+    return real_model_hint(source_lang, target_lang)
+
+
+def model_note(translator, result, detected: str | None = None) -> None:
     """Honest about our own models: what they were trained on, and when a sentence is probably
-    outside it (a low mean piece probability; measured thresholds in settings.LOW_CONFIDENCE)."""
+    outside it (a low mean piece probability; measured thresholds in settings.LOW_CONFIDENCE).
+    `detected`: the language the sentence looks like, when not the model's (language_note)."""
     card = translator.card if isinstance(translator.card, dict) else {}
     data = card.get("data") if isinstance(card.get("data"), dict) else {}
     if "multi30k" not in str(data.get("dataset", "")).lower():
@@ -225,7 +240,8 @@ def model_note(translator, result) -> None:
         st.info(f"The model gave its pieces a mean probability of {result.mean_prob():.2f}: this sentence is "
                 "probably outside what it knows. It was trained on Multi30k image captions only (describe a "
                 "scene: people, animals, places). For any other text open a real model, e.g. "
-                f"{real_model_hint(translator.source_lang, translator.target_lang)} (Model → Hugging Face hub id, "
+                f"{suggested_hub_model(translator.source_lang, translator.target_lang, detected)} "
+                "(Model → Hugging Face hub id, "
                 "online).")
 
 
@@ -319,7 +335,7 @@ def page() -> None:
         figure_seconds = None
         if result is not None:
             land(path, result)                            # a new visitor: cross-attention, the head that matters
-            language_note(translator, text, models, model)
+            detected = language_note(translator, text, models, model)
             step = state.kept("step", 0) if shown is not None and shown.steps else None
             diagnosis = guarded(PageDiagnosis, ref, device, result, view)     # a new run's: after the view
             whole = " ".join(sentences.translations(ref, device, parts, beam, result)) if parts.several else None
@@ -330,7 +346,7 @@ def page() -> None:
                 sentences.sentence_picker(parts)
                 mark_strip = show_translation(result, target_lang, display, step if isinstance(step, int) and
                                               0 <= step < len(result.output_tokens) else None, diagnosis, beam, whole)
-                model_note(translator, result)
+                model_note(translator, result, detected)
                 view = pick_view(picker)
                 st.caption(f"**{VIEWS[view].title}.** {VIEWS[view].explains}")
             context = ViewContext(result=result, display=display, examples=examples, source_key=source_lang,

@@ -112,7 +112,7 @@ def cell_table(result, lens, site: int, step: int, show_space: bool) -> None:
     chosen = lens.output_tokens[step]
     st.markdown(escape_md(f"Step {step + 1} (chose {show_piece(chosen, show_space=show_space)}), read after "
                           f"{site_label(lens.sites[site])}: p(chosen) = {float(lens.chosen_prob[step, site]):.3f}, "
-                          f"rank {int(lens.chosen_rank[step, site])}", 300))
+                          f"rank {int(lens.chosen_rank[step, site]) + 1}", 300))     # read from 1
 
     def build():
         top = lens.top_pieces[step][site]
