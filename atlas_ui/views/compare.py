@@ -17,6 +17,7 @@ from ..page.common import (as_arrow, chart, column_width, escape_md, n_heads, n_
                       shared_figure)
 from ..server.settings import KIND_LABELS, KINDS, MAX_CHARS, MAX_COMPARE_HEADS, max_concurrent
 from .base import View, ViewContext
+from .compare_patching import carries_section
 from .shared import head_heatmap
 
 MODES = {"swap": "Edit the source", "heads": "Heads side by side"}
@@ -138,7 +139,7 @@ def swap_mode(ctx: ViewContext, where):
         values = state.selectbox("Values", list(VALUES), "compare_values", format_func=VALUES.get,
                                  label_visibility="collapsed")
     edited = edited_sentence(ctx, where[0])
-    figure = None
+    figure = pair = None
     if edited is not None:
         try:
             original, other, note = pair_runs(ctx.model, ctx.device, ctx.text[:MAX_CHARS], edited, ctx.beam,
@@ -150,12 +151,15 @@ def swap_mode(ctx: ViewContext, where):
             st.warning("Could not translate the edited sentence: " + escape_md(str(exc), 200))
             original = None
         if original is not None:
+            pair = (original, other)
             figure = draw_pair(original, other, values if not note else "cross", display)
             if note:
                 st.caption(escape_md(note, 300) + " Showing cross-attention.")
             if ctx.target:
                 st.caption("Both sentences are decoded freely here (the reference above applies to the first only).")
     swap_controls(ctx)
+    if pair is not None:
+        carries_section(ctx, *pair, edited)
     return figure
 
 
