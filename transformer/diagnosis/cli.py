@@ -85,6 +85,7 @@ def run(args) -> int:
                 translation = given if given is not None else outputs.get(i, "")
                 try:
                     item = make_item(tr, source, translation)
+                    item.free = given is None          # the model's own translation: judged by its own lines
                 except ValueError as exc:
                     records[i] = _record(i, source, translation, given is not None, error=str(exc))
                     continue

@@ -99,30 +99,34 @@ def _forward(tr, items: list[Item], gates, budget, bf16) -> list[tuple]:
     return forced_pass(tr, [(it.source_ids, it.fed_ids, it.output_ids) for it in items], reduce, gates, budget, bf16)
 
 
-def _reverse(reverse, items: list[Item], groups: list[list], budget, bf16) -> list[tuple]:
+def _reverse(reverse, items: list[Item], groups: list[list], words: list[np.ndarray], budget, bf16) -> list[tuple]:
     """Per item, (rebuild (S,), reverse_drop (Wo, S)): the reverse model reads the translation and
-    writes the source, once whole and once without each output word (ungated: a head mask of the
-    forward model is not the judge's)."""
+    writes the source, once whole and once without each output word in `words` (its other rows are 0:
+    special pieces and punctuation, deleted for nothing; ungated: a head mask of the forward model is
+    not the judge's)."""
     special = reverse.engine.special_ids
     rows, starts = [], []
-    for it, words in zip(items, groups):
+    for it, item_groups, on in zip(items, groups, words):
         reads, writes = list(it.output_ids), list(it.source_ids)
         fed = [reverse.engine.start_id] + writes[:-1]
         null = [i for i in reads if i in special] or reads[-1:]
         starts.append(len(rows))
         rows.append((reads, fed, writes))
-        for g in words:
-            gone = set(g)
-            rows.append(([i for j, i in enumerate(reads) if j not in gone] or null, fed, writes))
+        for g, deleted in zip(item_groups, on):
+            if deleted:
+                gone = set(g)
+                rows.append(([i for j, i in enumerate(reads) if j not in gone] or null, fed, writes))
 
     def reduce(batch) -> list:
         lp = batch.log_probs.gather(-1, batch.gold.unsqueeze(-1)).squeeze(-1).double().cpu().numpy()   # (B, S)
         return [lp[b, :n] for b, n in enumerate(batch.lengths)]
     passes = forced_pass(reverse, rows, reduce, None, budget, bf16) if rows else []
     out = []
-    for words, start in zip(groups, starts):
+    for on, start in zip(words, starts):
         full = passes[start]
-        drops = np.stack([full - passes[start + 1 + k] for k in range(len(words))]) if words else np.zeros((0, len(full)))
+        drops = np.zeros((len(on), len(full)))                                 # (Wo, S)
+        for k, w in enumerate(np.flatnonzero(on)):
+            drops[w] = full - passes[start + 1 + k]
         out.append((full, drops))
     return out
 
@@ -131,8 +135,8 @@ def compute_free_signals(tr, reverse, items: list[Item], gates=None, budget: int
                          bf16: bool = False) -> list[FreeSignals]:
     special = frozenset(tr.engine.special_ids)
     forward = _forward(tr, items, gates, budget, bf16)
-    groups = [output_words(it, len(it.output_ids), special)[0] for it in items]
-    back = _reverse(reverse, items, groups, budget, bf16)
+    words = [output_words(it, len(it.output_ids), special) for it in items]
+    back = _reverse(reverse, items, [g for g, _ in words], [on for _, on in words], budget, bf16)
     return [FreeSignals(lp, ent, ids, probs, rebuild, drops)
             for (lp, ent, ids, probs), (rebuild, drops) in zip(forward, back)]
 
