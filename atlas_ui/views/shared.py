@@ -80,8 +80,9 @@ def scroll_after_click(chart_key: str) -> None:
 
 def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = None, height: int | None = None,
                 width: float = MAIN_WIDTH, max_height: int = PRESENTER_MAX_HEIGHT):
-    """The head a click opened, large, with layer/head selectors and an undo button."""
-    columns = st.columns([2, 2, 1])
+    """The head a click opened, large, with layer/head selectors and an undo button (a third of the
+    row: in Head summary's half column with the sidebar open, a fifth cut it to "↩ Undo f…")."""
+    columns = st.columns([1, 1, 1])
     with columns[0]:
         layer = pick_layer(result, kind) if fixed_layer is None else fixed_layer
     with columns[1]:
