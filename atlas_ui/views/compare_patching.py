@@ -8,7 +8,6 @@ from functools import partial
 
 import streamlit as st
 
-from viz import overview_selection
 from viz.patching import KINDS, carrier_sentence, encoder_patch_figure, head_patch_figure
 
 from ..page import state
@@ -17,7 +16,7 @@ from ..runs.patching import PatchFailed, patch_key, patch_sweep
 from ..runs.warm import tagged
 from ..server.settings import KIND_LABELS, max_concurrent
 from .base import ViewContext
-from .shared import OPENED_BY_CLICK, TILE_CLICKS, cached_run, focus_on, focus_panel, scroll_after_click
+from .shared import cached_run, focus_panel, on_tile_pick, scroll_after_click
 
 SECTION = "compare_patch"              # widget keys start with it; the opened head's container is SECTION_opened
 PATCH_OPENED = "_compare_patch_opened"  # session: a head tile of this section was clicked (its panel is shown)
@@ -26,16 +25,7 @@ HEAD_MAP_HEIGHT = 280                  # under presenter mode's main-chart size:
 
 def _on_head_pick(chart_key: str, kind: str, layers: int, heads: int) -> None:
     """A tile clicked: open that head (its kind too), undoable, and scroll its panel into view."""
-    event = st.session_state.get(chart_key)
-    try:
-        points = event["selection"]["points"]
-    except (KeyError, TypeError):
-        return
-    picked = overview_selection(points, n_heads=heads)
-    if picked is not None and 0 <= picked[0] < layers and 0 <= picked[1] < heads:
-        focus_on(*picked, kind=kind)
-        clicks = st.session_state[TILE_CLICKS] = st.session_state.get(TILE_CLICKS, 0) + 1
-        st.session_state[OPENED_BY_CLICK] = (SECTION, clicks)
+    if on_tile_pick(chart_key, layers, heads, kind=kind, opened_by=SECTION):
         st.session_state[PATCH_OPENED] = True
 
 

@@ -94,17 +94,23 @@ def focus_panel(result, display, kind: str, key: str, fixed_layer: int | None = 
 FOCUS_HISTORY = "_focus_history"     # (layer, head) before each click on a tile, newest last
 
 
-def on_tile_pick(chart_key: str, layers: int, heads: int) -> None:
+def on_tile_pick(chart_key: str, layers: int, heads: int, kind: str | None = None,
+                 opened_by: str | None = None) -> bool:
+    """A click on a layers x heads tile: open that head (of `kind`, when the map has its own), undoable;
+    OPENED_BY_CLICK names `opened_by` (default the chart) so its panel scrolls into view. True when a
+    head was opened."""
     event = st.session_state.get(chart_key)
     try:
         points = event["selection"]["points"]
     except (KeyError, TypeError):
-        return
+        return False
     picked = overview_selection(points, n_heads=heads)
-    if picked is not None and 0 <= picked[0] < layers and 0 <= picked[1] < heads:
-        focus_on(*picked)
-        clicks = st.session_state[TILE_CLICKS] = st.session_state.get(TILE_CLICKS, 0) + 1
-        st.session_state[OPENED_BY_CLICK] = (chart_key, clicks)
+    if picked is None or not (0 <= picked[0] < layers and 0 <= picked[1] < heads):
+        return False
+    focus_on(*picked, kind=kind)
+    clicks = st.session_state[TILE_CLICKS] = st.session_state.get(TILE_CLICKS, 0) + 1
+    st.session_state[OPENED_BY_CLICK] = (opened_by or chart_key, clicks)
+    return True
 
 
 def focus_on(layer: int, head: int, kind: str | None = None) -> None:
