@@ -43,11 +43,6 @@ class Findings:
     missing: tuple                   # signals this model could not give
     threshold: float = 0.5
     summary: str = ""                # dg.summary: the line under the translation (viz.diagnosis.summary_line)
-    judged_as: str = "given"         # "free" (the model's own translation, its own lines) or "given"
-
-    def spans(self) -> list:
-        """(kind, start, end, score) of every flag, for viz.diagnosis.diagnosis_summary."""
-        return [flag[:4] for flag in self.flags]
 
     def put_back(self) -> dict:
         """start -> the piece whose return makes the translation likelier, per left-out flag."""
@@ -137,4 +132,4 @@ def to_findings(dg, n_source: int, n_output: int) -> Findings:
                          if v.shape == (n_output,) and k in OUTPUT_SIGNALS},
         source_evidence={k: read_only(v) for k, v in signals.items()
                          if v.shape == (n_source,) and k in SOURCE_SIGNALS},
-        missing=tuple(str(m) for m in (dg.missing or ())), summary=str(dg.summary), judged_as=str(dg.judged_as))
+        missing=tuple(str(m) for m in (dg.missing or ())), summary=str(dg.summary))
