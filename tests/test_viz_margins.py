@@ -78,27 +78,27 @@ def test_the_candidates_bar_and_the_head_grid_bring_margins_for_their_labels():
 
 
 def test_x_labels_are_given_the_room_of_the_angle_plotly_will_draw_them_at():
-    """plotly.js's autotickangles: side by side when they fit, 30 degrees while the ticks are at
-    least ~2.2 font sizes apart, else upright; a narrower column can only need more room."""
-    from viz._base import x_label_room
+    """token_axis's autotickangles [0, 90]: side by side when they fit, else upright (never tilted
+    30 degrees, where a long label's end ran over its neighbour); a narrower column can only need more room."""
+    from viz._base import UPRIGHT_OR_LEVEL, token_axis, x_label_room
     labels = [f"▁word{i}" for i in range(17)]
-    flat, tilted, upright = (x_label_room(labels, 11, width) for width in (2000, 500, 150))
+    flat, close, closer = (x_label_room(labels, 11, width) for width in (2000, 500, 150))
     widest = max(text_width(label, 11) for label in labels)
-    assert flat == 1.3 * 11 and flat < tilted < upright == widest
-    assert tilted == 0.5 * widest + 1.1 * 11 + 4
+    assert flat == 1.3 * 11 and close == closer == widest
+    assert token_axis(labels, "Key")["autotickangles"] == UPRIGHT_OR_LEVEL == [0, 90]
     bar = {"title": {"text": "weight"}}
-    wide = matrix_margins(None, labels, y_size=11, x_size=11, colorbar=bar, top=30)
-    narrow = matrix_margins(None, labels, y_size=11, x_size=11, colorbar=bar, top=30, width=362)
+    wide = matrix_margins(None, labels[:12], y_size=11, x_size=11, colorbar=bar, top=30)
+    narrow = matrix_margins(None, labels[:12], y_size=11, x_size=11, colorbar=bar, top=30, width=362)
     assert narrow["b"] > wide["b"] and narrow["l"] == wide["l"] and narrow["r"] == wide["r"]
 
 
 def test_a_column_figure_keeps_its_width_for_presenter_mode():
-    tokens = [f"▁word{i}" for i in range(17)]
-    main = attention_heatmap(np.full((17, 17), 1 / 17), tokens, tokens, "t")
-    side = attention_heatmap(np.full((17, 17), 1 / 17), tokens, tokens, "t", width=362)
+    tokens = [f"▁word{i}" for i in range(12)]
+    main = attention_heatmap(np.full((12, 12), 1 / 12), tokens, tokens, "t")
+    side = attention_heatmap(np.full((12, 12), 1 / 12), tokens, tokens, "t", width=362)
     assert side.layout.meta == {"width": 362} and main.layout.meta is None
-    assert side.layout.margin.b > main.layout.margin.b
-    # presenter type fits the column's labels: smaller, and upright where 30 degrees would overlap
+    assert side.layout.margin.b > main.layout.margin.b          # upright in the column, level in the main one
+    # presenter type fits the column's labels: smaller, and upright where they cannot stand side by side
     big_side, big_main = presenter_figure(side).layout.xaxis, presenter_figure(main).layout.xaxis
     assert big_side.tickfont.size < big_main.tickfont.size and big_side.tickangle == 90
 

@@ -64,3 +64,43 @@ def test_a_long_beam_trees_pieces_go_where_they_would_run_into_each_other():
     long, short = presenter_figure(tree(22), max_height=480), presenter_figure(tree(3), max_height=480)
     assert "text" not in long.data[-1].mode and "text" in short.data[-1].mode
     assert len(long.data[-1].hovertext) == 22 * 4                       # a hover still names each node
+
+
+def test_thinning_keeps_the_marked_labels_and_spaces_the_rest():
+    from viz._ticks import thinned_ticks
+    assert thinned_ticks(list(range(10)), 3) == [0, 3, 6, 9]
+    kept = thinned_ticks(list(range(21)), 2, kept=[7.0])
+    assert 7 in kept and min(b - a for a, b in zip(kept, kept[1:])) >= 2 and len(kept) >= 10
+    # two marked labels closer than the step: the first wins, the other would overlap it
+    assert thinned_ticks(list(range(10)), 3, kept=[4, 5]) == [1, 4, 7]
+    assert thinned_ticks([0, 1], 1, kept=[1]) == [0, 1]
+
+
+def test_the_bright_cell_of_a_one_step_map_keeps_its_label_in_presenter_type():
+    """Decoding steps in presenter mode: 21 keys in a 40% column are thinned to every k-th label;
+    the bright cell's column (one that plain every-k-th thinning dropped) keeps its piece."""
+    from viz import keep_peak_labels
+    keys = pieces(21)
+    row = np.full((1, 21), 0.01)
+    row[0, 4] = 0.8
+    plain = presenter_figure(attention_heatmap(row, ["step 4 → ▁w"], keys, "t", width=440), max_height=220)
+    assert "▁w4" not in plain.layout.xaxis.ticktext, "the test needs a map whose thinning drops the cell"
+    marked = presenter_figure(keep_peak_labels(attention_heatmap(row, ["step 4 → ▁w"], keys, "t", width=440)),
+                              max_height=220)
+    x = marked.layout.xaxis
+    assert "▁w4" in x.ticktext and x.tickvals[list(x.ticktext).index("▁w4")] == 4
+    assert len(x.ticktext) >= len(plain.layout.xaxis.ticktext) - 1            # still every k-th elsewhere
+    assert axis_pitch(marked, "xaxis", x) >= axis_pitch(plain, "xaxis", plain.layout.xaxis) - 1e-6
+
+
+def test_the_logit_lens_framed_cell_keeps_its_step_and_site_labels_when_thinned():
+    from viz.lens import logit_lens_figure
+    from viz.phone import phone_figure
+    T, sites = 20, ["L0.self", "L0.cross", "L0.ffn", "L1.self", "L1.cross", "L1.ffn"]
+    prob = np.full((T, len(sites)), 0.5)
+    top = [[["▁x"] for _ in sites] for _ in range(T)]
+    for step in range(T):
+        fig = phone_figure(logit_lens_figure(prob, top, np.full((T, len(sites), 1), 0.5), pieces(T), sites,
+                                             "t", selected=(2, step)))
+        x = fig.layout.xaxis
+        assert len(x.ticktext) < T and f"▁w{step}" in x.ticktext, (step, x.ticktext)

@@ -17,6 +17,7 @@ from .heatmaps import attention_heatmap
 from .importance import importance_figure, importance_frame, pruning_curve_figure, top_heads
 from .overview import head_grid_figure, overview_figure, overview_selection
 from .phone import PHONE_WIDTH, phone_figure
+from ._ticks import keep_labels, keep_peak_labels
 from .panels import batch_padding_figure, mask_figure, token_probability_html, topk_bar_figure
 from .stats import STAT_COLUMNS, average_statistics, head_statistics, rollout, statistic_figure, statistic_maps_figure
 from .words import merge_attention, merge_keys, merge_pieces, word_spans
@@ -34,6 +35,6 @@ __all__ = [
     "word_spans", "merge_pieces", "merge_attention", "merge_keys",
     "head_statistics", "average_statistics", "statistic_figure", "statistic_maps_figure", "rollout", "STAT_COLUMNS",
     "PLOTLY_CONFIG", "plotly_config", "svg_config", "figure_html",
-    "TRACE_SCHEMA", "presenter_figure", "phone_figure", "PHONE_WIDTH", "trace_payload", "trace_json", "trace_npz",
+    "TRACE_SCHEMA", "presenter_figure", "phone_figure", "PHONE_WIDTH", "keep_labels", "keep_peak_labels", "trace_payload", "trace_json", "trace_npz",
     "DEFAULT_COLORSCALE", "DIVERGING_COLORSCALE", "HOVER_TEXT_CELLS",
 ]

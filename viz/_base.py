@@ -104,6 +104,11 @@ def tick_font_size(count: int) -> int:
     return 11 if count <= 48 else 9 if count <= 96 else 7
 
 
+# x labels that do not fit side by side stand upright: plotly.js's default tilt of 30 degrees put
+# a long label's end over its neighbour ("▁church" on "."); a y axis never turns its labels
+UPRIGHT_OR_LEVEL = [0, 90]
+
+
 def token_axis(labels: Sequence[str] | None, title: str, *, reverse: bool = False,
                values: Sequence[float] | None = None) -> dict:
     """Axis dict: integer positions, every label shown, optional top-to-bottom order."""
@@ -113,7 +118,8 @@ def token_axis(labels: Sequence[str] | None, title: str, *, reverse: bool = Fals
         labels = list(labels)
         axis.update(tickmode="array", ticktext=labels,
                     tickvals=plain(values) if values is not None else list(range(len(labels))),
-                    tickfont=dict(size=tick_font_size(len(labels))))
+                    tickfont=dict(size=tick_font_size(len(labels))),
+                    autotickangles=UPRIGHT_OR_LEVEL)
     if reverse:
         axis["autorange"] = "reversed"
     return axis
@@ -175,19 +181,15 @@ MAIN_WIDTH = 1120
 
 def x_label_room(labels, size: float, plot_width: float, angle: float | None = None) -> float:
     """Height of a row of x tick labels as plotly.js will draw them in `plot_width` px: side by side
-    when they fit, else tilted 30 degrees when the ticks are at least 2.2 font sizes apart, else
-    upright (its autotickangles rule). Widths are overestimated, so a close call gets more room."""
+    when they fit, else upright (token_axis's autotickangles). Widths are overestimated, so a close
+    call gets more room."""
     widths = [text_width(label, size) for label in labels or ()]
     if not widths:
         return 0.0
     if angle is not None and abs(angle) == 90:                 # set upright by the figure (presenter type)
         return max(widths)
     widest, spacing = max(widths), max(plot_width, 1.0) / len(widths)
-    if widest + 10 <= spacing:
-        return 1.3 * size
-    if spacing >= 2.2 * size:
-        return 0.5 * widest + 1.1 * size + 4
-    return widest
+    return 1.3 * size if widest + 10 <= spacing else widest
 
 
 def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar: dict | None, top: int,
@@ -263,6 +265,8 @@ def matrix_heatmap(z: np.ndarray, *, y_labels: Sequence[str] | None, x_labels: S
     xaxis, yaxis = token_axis(x_labels, x_title), token_axis(y_labels, y_title, reverse=True)
     if y_title:                                  # matrix_margins' title_room holds it
         yaxis["title"]["standoff"] = Y_TITLE_STANDOFF
+    if x_title:                # below upright labels, not level with the ends of the shorter ones
+        xaxis["title"]["standoff"] = Y_TITLE_STANDOFF
     layout = dict(
         title=figure_title(title, note),
         xaxis=xaxis,

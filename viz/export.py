@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import COLORBAR_AT_EDGE, MAIN_WIDTH, check_attention, matrix_margins, text_width
+from ._ticks import kept_values, thinned_ticks
 
 DEFAULT_FILENAME = "attention-atlas"
 
@@ -39,7 +40,6 @@ def svg_config(filename: str = DEFAULT_FILENAME) -> dict:
 # Presenter type: a tick label's box is about 1.3 em tall, so labels this many font sizes apart do
 # not overlap; none is drawn under MIN_TICK px (read from the back of a room).
 LABEL_PITCH, MIN_TICK = 1.4, 12
-TILTED_PITCH = 3.0          # labels tilted 30 degrees: their boxes are pitch / 2 apart
 
 
 def presenter_figure(fig: go.Figure, font_size: int = 18, max_height: int | None = None) -> go.Figure:
@@ -139,8 +139,7 @@ def fit_ticks(fig: go.Figure, letter: str, largest: float, max_height: int | Non
               smallest: float = MIN_TICK) -> None:
     """Tick type as large as the pitch allows (<= `largest`, >= `smallest`); rows too close for
     `smallest` grow the figure up to `max_height`, then only every k-th label is kept. `upright`:
-    x labels that do not fit side by side and are too close for plotly.js's 30 degrees (their
-    boxes would overlap) are set upright."""
+    x labels that do not fit side by side are set upright. Labels a figure marks (keep_labels) stay."""
     for name, axis in labelled_axes(fig, letter):
         pitch = axis_pitch(fig, name, axis)
         if pitch < LABEL_PITCH * smallest and letter == "y":
@@ -148,17 +147,17 @@ def fit_ticks(fig: go.Figure, letter: str, largest: float, max_height: int | Non
             fig.layout.height = int(min(wanted, max_height or wanted) + 0.999)
             pitch = axis_pitch(fig, name, axis)
         if pitch < LABEL_PITCH * smallest:
-            keep = int(np.ceil(LABEL_PITCH * smallest / max(pitch, 1e-9)))
-            axis.update(tickvals=list(axis.tickvals)[::keep],
-                        **({} if axis.ticktext is None else {"ticktext": list(axis.ticktext)[::keep]}))
-            pitch *= keep
+            every = int(np.ceil(LABEL_PITCH * smallest / max(pitch, 1e-9)))
+            kept = thinned_ticks(list(axis.tickvals), every, kept_values(fig, name))
+            axis.update(tickvals=[axis.tickvals[i] for i in kept],
+                        **({} if axis.ticktext is None else {"ticktext": [axis.ticktext[i] for i in kept]}))
+            pitch *= every
         size = max(smallest, min(largest, pitch / LABEL_PITCH))
         labels = axis.ticktext if axis.ticktext is not None else [f"{v:g}" for v in axis.tickvals]
         if upright and letter == "x" and max(text_width(str(t), size) for t in labels) + 10 > pitch:
-            if pitch >= TILTED_PITCH * smallest:
-                size = min(largest, pitch / TILTED_PITCH)                      # plotly.js tilts them 30 degrees
-            else:
-                axis.update(tickangle=90)
+            # upright, never tilted: tilted 30 degrees, a long label's end reached over its
+            # neighbour's box ("▁church" on "." with an 18-word sentence)
+            axis.update(tickangle=90)
         axis.update(tickfont=dict(size=int(size)))
 
 

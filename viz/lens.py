@@ -19,6 +19,7 @@ from ._base import (COLORBAR_AT_EDGE, DEFAULT_COLORSCALE, LETTER_EM, MAIN_WIDTH,
                     matrix_heatmap, text_width)
 from ._figure import plain
 from ._labels import display_tokens, escape_label, show_piece
+from ._ticks import keep_labels
 
 SUBLAYER_NAMES = {"self": "self-attn", "cross": "cross-attn", "ffn": "FFN"}
 _SITE = re.compile(r"^L(\d+)\.(self|cross|ffn)$")
@@ -150,6 +151,7 @@ def logit_lens_figure(chosen_prob, top_pieces, top_probs, output_tokens: Sequenc
         extra_traces=[markers])
     if frame is not None:
         fig.layout.shapes = [frame]
+        keep_labels(fig, xaxis=[step], yaxis=[row])          # thinned labels keep the framed cell's
     return fig
 
 

@@ -6,7 +6,7 @@ from functools import partial
 import numpy as np
 import streamlit as st
 
-from viz import attention_heatmap, merge_keys, topk_bar_figure
+from viz import attention_heatmap, keep_peak_labels, merge_keys, topk_bar_figure
 
 from ..page.common import (STEP_SLIDE_HEIGHT, chart, column_width, escape_md, heat_height, n_heads, norm_caption,
                       norm_switch, pick_cross_head, shared_figure, step_nav, value_options)
@@ -63,13 +63,14 @@ def render(ctx: ViewContext):
               for kind, part in (("cross", cross), ("decoder_self", self_att))}
     what = " · norm-weighted" if norm else ""
     shown = (t, layer, tuple(heads), norm, display)          # the maps are built once for an audience
-    cross_fig = shared_figure(result, ("step_cross", *shown), lambda: attention_heatmap(
-        cross, rows, source, f"Cross-attention over the source · {where}{what}", **options, **scales["cross"]))
+    # thinned labels (presenter type) keep the bright cell's piece
+    cross_fig = shared_figure(result, ("step_cross", *shown), lambda: keep_peak_labels(attention_heatmap(
+        cross, rows, source, f"Cross-attention over the source · {where}{what}", **options, **scales["cross"])))
     with right:
         chart(cross_fig, "step_cross", max_height=STEP_SLIDE_HEIGHT // 2)      # two maps, one above the other
-        chart(shared_figure(result, ("step_self", *shown), lambda: attention_heatmap(
+        chart(shared_figure(result, ("step_self", *shown), lambda: keep_peak_labels(attention_heatmap(
             self_att, rows, prefix, f"Decoder self-attention over the prefix · {where}{what}",
-            **options, **scales["decoder_self"])), "step_self", max_height=STEP_SLIDE_HEIGHT // 2)
+            **options, **scales["decoder_self"]))), "step_self", max_height=STEP_SLIDE_HEIGHT // 2)
     norm_caption(norm, cross_fig, display.normalize)
     branch.panel(display, "step_branch")            # below the candidates that were clicked
     step_explanations(ctx, t)                       # ALTI+ of the step beside "why this rather than that"
