@@ -9,6 +9,7 @@ import numpy as np
 import plotly.graph_objects as go
 import pytest
 
+from viz import escape_label
 from viz.lens import (decision_sites, decoder_lens_frame, lens_selection, lens_sentence,
                       logit_lens_figure, site_label, site_layers)
 
@@ -50,18 +51,37 @@ def test_the_grid_writes_each_cell_s_top_piece_and_colours_it_by_p_chosen():
     assert heat.texttemplate == "%{text}"
 
 
-def test_cell_text_is_cut_to_the_column_and_escaped():
+def test_cell_text_is_cut_to_the_column_and_escaped_only_when_no_size_holds_it():
     prob, pieces, top, _ = lens_arrays()
     pieces[1][5][0] = "<b>" + "x" * 60
     fig = logit_lens_figure(prob, pieces, top, OUTPUT, SITES, width=600)
     cell = fig.data[0].text[0][1]                                              # last site, step 2
     assert cell.startswith("&lt;b&gt;") and cell.endswith("…") and len(cell) < 40
     assert "<b>" not in str(fig.data[0].hovertext[0][1])
-    # a piece that must be cut loses its word-start ▁ first; one that fits keeps it
-    pieces[1][5][0], pieces[2][5][0] = "▁Fahrradhelm", "▁in"
-    fig = logit_lens_figure(prob, pieces, top, OUTPUT, SITES, width=420)
-    assert fig.data[0].text[0][1].startswith("Fahr") and fig.data[0].text[0][1].endswith("…")
-    assert fig.data[0].text[0][2] == "▁in"
+    assert fig.data[0].textfont.size == 11, "a hopeless piece does not shrink the others"
+
+
+def test_a_long_piece_is_shown_whole_in_two_lines_or_smaller_type():
+    """Issue 52: presenter mode cut the lens's pieces ("ju…", "bl…"). A piece that does not fit its
+    cell loses its ▁, then breaks over two lines, and the grid's type shrinks until two lines fit."""
+    from viz import presenter_figure
+    words = "▁Ein ▁Mann ▁in ▁einer ▁roten ▁Jacke ▁fährt ▁mit ▁seine m ▁Fahrrad ▁eine ▁schmale ▁Straße ▁entlang . </s>"
+    sites = [f"L{i // 3}.{('self', 'cross', 'ffn')[i % 3]}" for i in range(9)]
+    for cell_font in (14, 11):                            # presenter mode's, a plain page's
+        output = words.split()
+        T = len(output)
+        top = [[[output[t]] for _ in sites] for t in range(T)]
+        fig = logit_lens_figure(np.full((T, 9), 0.5), top, np.full((T, 9, 1), 0.5), output, sites, "Lens",
+                                cell_font=cell_font, height=420)
+        heat = fig.data[0]
+        for t, piece in enumerate(output):
+            text = heat.text[0][t]
+            assert "…" not in text and text.replace("<br>", "") in (escape_label(piece), escape_label(piece[1:])), text
+            assert text.count("<br>") <= 1
+        assert any("<br>" in text for text in heat.text[0]), "the test needs a piece too wide for one line"
+        assert 9 <= heat.textfont.size <= cell_font
+        big = presenter_figure(fig, max_height=440)
+        assert big.data[0].textfont.size == heat.textfont.size, "presenter type keeps the size the cells fit"
 
 
 def test_each_cell_carries_a_click_marker_that_names_site_and_step():

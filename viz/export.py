@@ -12,6 +12,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import COLORBAR_AT_EDGE, MAIN_WIDTH, check_attention, matrix_margins, text_width
+from ._cell_text import FITTED_TEXT
 from ._ticks import kept_values, thinned_ticks
 
 DEFAULT_FILENAME = "attention-atlas"
@@ -59,7 +60,8 @@ def presenter_figure(fig: go.Figure, font_size: int = 18, max_height: int | None
     # stack label on label when the chart is short (a one-row heatmap is ~100 px tall).
     bar = dict(tickfont=dict(size=font_size - 4), title=dict(side="right", font=dict(size=font_size - 2)), nticks=3)
     for trace in big.data:
-        if getattr(trace, "texttemplate", None):                          # numbers written in the cells
+        fitted = isinstance(trace.meta, dict) and trace.meta.get(FITTED_TEXT)  # its size fits its cells
+        if getattr(trace, "texttemplate", None) and not fitted:              # numbers written in the cells
             trace.update(textfont=dict(size=font_size - 4))
         if "colorbar" in trace:                                            # heatmaps
             trace.update(colorbar=bar)

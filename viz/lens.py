@@ -15,15 +15,17 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ._base import (COLORBAR_AT_EDGE, DEFAULT_COLORSCALE, LETTER_EM, MAIN_WIDTH, as_array, as_probabilities,
-                    matrix_heatmap, text_width)
+from ._base import (COLORBAR_AT_EDGE, DEFAULT_COLORSCALE, MAIN_WIDTH, as_array, as_probabilities, matrix_heatmap,
+                    text_width, title_room, title_top, x_label_room)
 from ._figure import plain
 from ._labels import display_tokens, escape_label, show_piece
+from ._cell_text import FITTED_TEXT, fit_cell_texts
 from ._ticks import keep_labels
 
 SUBLAYER_NAMES = {"self": "self-attn", "cross": "cross-attn", "ffn": "FFN"}
 _SITE = re.compile(r"^L(\d+)\.(self|cross|ffn)$")
 ROW_PX = 30                 # px per site row: room for one line of cell text
+NOTE = "cell: the lens's top piece there · colour: p(piece finally chosen)"
 
 
 def site_layers(sites: Sequence[str]) -> list[int]:
@@ -72,36 +74,14 @@ def _check_lens(chosen_prob, top_pieces, top_probs, output_tokens, sites, chosen
     return prob, pieces, probs, tokens, sites, rank
 
 
-WIDE_GLYPHS = "\u2581\u2026"   # ▁ and …: about 1 em wide in the fonts browsers pick, not text_width's 0.62
-
-
-def _cell_width(text: str, size: float) -> float:
-    wide = sum(text.count(c) for c in WIDE_GLYPHS)
-    return text_width(text, size) + wide * size * (1 - LETTER_EM)
-
-
-def _fit(text: str, size: float, room: float) -> str:
-    """`text` cut (with …) to what `room` px hold at font size `size`; a piece that must be cut loses its
-    word-start ▁ first (a glyph 1 em wide: in a narrow cell it left room for nothing else)."""
-    if _cell_width(text, size) <= room:
-        return text
-    if len(text) > 1 and text[0] in "\u2581\u2423":
-        text = text[1:]
-        if _cell_width(text, size) <= room:
-            return text
-    while len(text) > 1 and _cell_width(text + "…", size) > room:
-        text = text[:-1]
-    return text + "…"
-
-
 def logit_lens_figure(chosen_prob, top_pieces, top_probs, output_tokens: Sequence[str], sites: Sequence[str],
                       title: str = "", *, chosen_rank=None, show_space: bool = False, cell_font: int = 11,
                       width: float = MAIN_WIDTH, height: int | None = None, selected: tuple | None = None,
                       first_step: int = 0) -> go.Figure:
     """The logit lens as a sites x steps grid: one column per output step (labelled with the piece
     finally chosen there), one row per decoder sublayer (the last layer at the top, the model's own
-    output in its top row). Each cell's text is the lens's top-1 piece at that site and step (cut
-    with … to the cell's width at `cell_font` px, its word-start ▁ dropped first; hover for it whole); its colour is chosen_prob, the
+    output in its top row). Each cell's text is the lens's top-1 piece at that site and step, whole: in
+    two lines, in type smaller than `cell_font` px where it must (viz._cell_text); its colour is chosen_prob, the
     probability the lens gives the piece finally chosen (0..1, Viridis). Hover shows the cell's
     top-k with probabilities, p(chosen) and its rank. A near-invisible marker on each cell carries
     customdata [site index, step] for clicks (plotly heatmaps report no selection; lens_selection
@@ -118,10 +98,16 @@ def logit_lens_figure(chosen_prob, top_pieces, top_probs, output_tokens: Sequenc
     y_labels = [escape_label(site_label(sites[j])) for j in order]
     x_labels = display_tokens(tokens, show_space=show_space)
     z = prob.T[order] if T else np.zeros((n, 0))                   # (n_sites, T)
-    margin_guess = max((text_width(label, 12) for label in y_labels), default=0) + 130
+    # the cells' px, as drawn with tick labels about as large as the cells' text (presenter type)
+    label_size = max(12, cell_font + 2)
+    margin_guess = max((text_width(label, label_size) for label in y_labels), default=0) + 130
     room = max(8.0, (width - margin_guess) / max(T, 1) - 6)
-    shown = [[escape_label(_fit(show_piece(pieces[t][j][0], show_space=show_space), cell_font, room))
-              for t in range(T)] for j in order]
+    height = height or max(300, 150 + ROW_PX * n)
+    below = x_label_room(x_labels, label_size, width - margin_guess) + title_room(label_size + 2)
+    row_px = (height - title_top(title, NOTE) - below) / max(n, 1)
+    texts = [show_piece(pieces[t][j][0], show_space=show_space) for j in order for t in range(T)]
+    lines, cell_font = fit_cell_texts(texts, cell_font, room, row_px)
+    shown = [["<br>".join(escape_label(line) for line in lines[row * T + t]) for t in range(T)] for row in range(n)]
     hover = np.empty((n, T), dtype=object)
     for row, j in enumerate(order):
         for t in range(T):
@@ -144,10 +130,10 @@ def logit_lens_figure(chosen_prob, top_pieces, top_probs, output_tokens: Sequenc
     fig = matrix_heatmap(
         z, y_labels=y_labels, x_labels=x_labels, y_title="Read after", x_title="Output step (piece chosen)",
         zmin=0.0, zmax=1.0, colorscale=DEFAULT_COLORSCALE, title=title,
-        note="cell: the lens's top piece there · colour: p(piece finally chosen)",
+        note=NOTE,
         colorbar=dict(title=dict(text="p(chosen)"), **COLORBAR_AT_EDGE), text=shown, texttemplate="%{text}",
         textfont=dict(size=cell_font), hovertext=hover, hovertemplate="%{hovertext}<extra></extra>",
-        xgap=1, ygap=1, height=height or max(300, 150 + ROW_PX * n), width=width,
+        xgap=1, ygap=1, height=height, width=width, meta={FITTED_TEXT: True},
         extra_traces=[markers])
     if frame is not None:
         fig.layout.shapes = [frame]
