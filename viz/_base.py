@@ -163,6 +163,7 @@ def title_room(title_size: float = 14) -> float:
 # fixed 38 px from the axis and steps aside only for the labels level with it, so a long label a
 # row above ran into it ("▁klettert" into "Query", the README tour's Heatmap at 1280x720).
 Y_TITLE_STANDOFF = 10
+X_TITLE_EXTRA = 4           # px an x title below its labels needs beyond title_room (plotly.js's depth)
 
 
 def label_room(labels, size: float, title_size: float = 14) -> int:
@@ -219,7 +220,8 @@ def matrix_margins(y_labels, x_labels, *, y_size: float, x_size: float, colorbar
     gap = 10                                                   # between the tick labels and the plot
     left = y_room + (room if y_title else gap)
     x_room = x_label_room(x_labels, x_size, width - left - bar, x_angle)
-    bottom = (x_room or 1.3 * x_size) + (room if x_title else gap)
+    # an x title stands off from the labels (matrix_heatmap): a few px more than a y title's
+    bottom = (x_room or 1.3 * x_size) + (room + X_TITLE_EXTRA if x_title else gap)
     return dict(l=round(left), r=round(bar), t=top, b=round(bottom))
 
 

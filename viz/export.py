@@ -246,7 +246,8 @@ def refit_margins(fig: go.Figure, font_size: int, original: dict | None = None) 
         def size(axis):
             return axis.tickfont.size if axis.tickfont is not None and axis.tickfont.size else font_size - 2
         fitted = matrix_margins(layout.yaxis.ticktext, layout.xaxis.ticktext, y_size=size(layout.yaxis),
-                                x_size=size(layout.xaxis), colorbar=fig.data[0].colorbar.to_plotly_json(),
+                                x_size=size(layout.xaxis),        # maps without a bar give its room to the cells
+                                colorbar=next((bar.to_plotly_json() for _, bar in colorbars(fig)), None),
                                 top=margin.t or 0, title_size=font_size, bar_size=font_size - 4,
                                 width=figure_width(fig), x_angle=layout.xaxis.tickangle)
         room = right_label_room(fig, font_size - 2)          # a second map's rows, before the bar

@@ -11,11 +11,14 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import (DEFAULT_COLORSCALE, HOVER_TEXT_CELLS, check_attention, check_heads, figure_title, fixed_range,
-                    head_markers, heatmap_trace, matrix_margins, point_customdata, tick_font_size, token_axis)
+from ._base import (DEFAULT_COLORSCALE, HOVER_TEXT_CELLS, MAIN_WIDTH, check_attention, check_heads, figure_title,
+                    fixed_range, head_markers, heatmap_trace, matrix_margins, point_customdata, tick_font_size,
+                    token_axis)
 from ._figure import build_figure
 from ._png import png_data_uri
 from ._labels import display_tokens, escape_label
+from ._ticks import thinned_ticks
+from .export import LABEL_PITCH
 
 TILED_MARGINS = 110          # px of a tiled figure's height for its title and axes (top + bottom margins)
 
@@ -239,6 +242,13 @@ def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
     layout["margin"] = matrix_margins(q_labels, k_labels * cols, y_size=size, x_size=size,
                                       colorbar=data[0]["colorbar"], top=layout["margin"]["t"])
     layout["height"] += layout["margin"]["t"] + layout["margin"]["b"] - TILED_MARGINS   # the tiles keep their height
+    # keys closer than their upright labels are tall (21 in a quarter of the page): every k-th of each tile
+    pitch = (MAIN_WIDTH - layout["margin"]["l"] - layout["margin"]["r"]) / max(cols * t.step_k - gap, 1)
+    every = int(np.ceil(LABEL_PITCH * size / pitch))
+    if every > 1:
+        kept = thinned_ticks(range(K), every)
+        layout["xaxis"].update(ticktext=[k_labels[k] for _ in range(cols) for k in kept],
+                               tickvals=[c * t.step_k + k for c in range(cols) for k in kept])
     return build_figure(data, layout)
 
 

@@ -35,6 +35,9 @@ LOG = logging.getLogger("atlas_ui")
 # On a phone the view's first chart comes before its controls (a shared link shows its picture first).
 # The input row's buttons keep their words (a narrow main area with the sidebar open, the presenter's
 # popover): the sentence box gives up the room.
+# A view's controls sit label beside field; in a view narrower than 1000 px (the sidebar open at
+# 1280 px) each label goes above its field, which then has the column's whole width
+# ("Cross-attenti"), and a toggle's words wrap.
 COMPACT_CSS = """<style>
 [data-testid='stMainBlockContainer']{padding-top:0.3rem;padding-bottom:2rem}
 [data-testid='stHeader']{background:transparent;pointer-events:none}
@@ -47,6 +50,10 @@ COMPACT_CSS = """<style>
 .st-key-view_body .stSelectbox > [data-testid='stWidgetLabel'],.st-key-view_body .stRadio > [data-testid='stWidgetLabel']{flex:0 0 auto;width:auto;margin-bottom:0}
 .st-key-view_body .stSelectbox > div:not([data-testid='stWidgetLabel']){flex:1 1 auto;min-width:0}
 .st-key-view_body [data-testid='stRadioOption'] p{white-space:nowrap}
+.st-key-view_body{container-type:inline-size}
+@container (max-width:1000px){.st-key-view_body .stSelectbox{flex-direction:column;align-items:stretch;gap:0}
+.st-key-view_body .stSelectbox > [data-testid='stWidgetLabel']{margin-bottom:0.25rem}
+.st-key-view_body .stCheckbox [data-testid='stWidgetLabel'] p{white-space:normal}}
 @media (max-width:640px){.st-key-view_body > :nth-child(1 of :has([data-testid='stPlotlyChart'])){order:-1}}
 .st-key-view [role='radiogroup']{gap:0.1rem 0.75rem;flex-wrap:wrap}
 [data-testid='stColumn']:has(.st-key-translate),[data-testid='stColumn']:has(.st-key-inputs_open){min-width:max-content}
@@ -300,8 +307,8 @@ def page() -> None:
     if display.presenter:              # one slim bar: leave, the sentence folded away, the view picker
         st.markdown(PRESENTER_CSS, unsafe_allow_html=True)
         leave, sentence, share_at, picker = st.columns([1.1, 1.8, 0.8, 3.5], vertical_alignment="center")
-        share = share_at.popover("Share", width="stretch", key=PRESENTER_SHARE_OPEN, on_change="rerun",
-                                 help="The link to this view and its QR code, for the room")
+        # no tooltip: it stayed up over the open popover's "Link to this view" (the popover says it all)
+        share = share_at.popover("Share", width="stretch", key=PRESENTER_SHARE_OPEN, on_change="rerun")
         leave.button("✕ Presenter", key="presenter_exit", on_click=state.put, args=("presenter", False),
                      help="Leave presenter mode", width="stretch")
         with sentence.popover("Sentence and decoding", width="stretch"):

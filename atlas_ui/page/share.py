@@ -76,9 +76,12 @@ def presenter_share(box, params: dict) -> None:
         return
     url = markdown_safe_url(share_url(st.context.url, {**params, "present": None}))
     with box, st.container(key="share_link"):
-        st.markdown(f"[Link to this view]({url})")
-        st.image(qr_svg(url), caption="Scan to open this view", width=300)
-        st.code(url, language=None, wrap_lines=True)      # has a copy button
+        # the link beside its QR code: below it, a long link ran past the bottom of a 720-px window
+        code, link = st.columns([1, 1.2])
+        code.image(qr_svg(url), caption="Scan to open this view", width=300)
+        link.markdown(f"[Link to this view]({url})\n\n:gray[:small[It opens the plain page (no presenter "
+                      "mode), for a phone.]]")
+        link.code(url, language=None, wrap_lines=True)      # has a copy button
 
 
 @functools.lru_cache(maxsize=256)

@@ -40,7 +40,8 @@ def head_picker(result) -> list:
             for layer in range(n_layers(result, kind)):
                 key = _layer_key(kind, layer)
                 keys.append(key)
-                state.pills(f"Layer {layer}: heads", range(heads), key, format_func=str)
+                # wrap: on one row a column a third of the popover wide scrolled heads 5-7 out of sight
+                state.pills(f"Layer {layer}: heads", range(heads), key, format_func=str, wrap=True)
                 st.button(f"Whole layer {layer}", key=f"ablate_all_{kind}_{layer}", type="tertiary",
                           on_click=_toggle_layer, args=(kind, layer, heads),
                           help="Tick every head of this layer (again: untick them all).")

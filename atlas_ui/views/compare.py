@@ -214,7 +214,7 @@ def heads_mode(ctx: ViewContext):
 
 
 def render(ctx: ViewContext):
-    columns = st.columns([1.4, 4, 2], vertical_alignment="center")
+    columns = st.columns([1.4, 3.2, 2.8], vertical_alignment="center")      # the values' name whole
     with columns[0]:
         mode = state.selectbox("Compare", list(MODES), "compare_mode", format_func=MODES.get,
                                label_visibility="collapsed")

@@ -43,7 +43,8 @@ def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
     example_count = len(ctx.example_texts())
     importance = load_importance(ctx.model.path, result)
-    scope_column, statistic_column, kind_column = st.columns([2.4, 2.2, 2.2], vertical_alignment="bottom")
+    # the statistic's and the kind's names whole, with the sidebar open too
+    scope_column, statistic_column, kind_column = st.columns([2.0, 2.6, 2.4], vertical_alignment="bottom")
     with scope_column:
         scope = state.radio("Statistics of", SCOPES, "stats_scope", horizontal=True,
                             format_func=lambda s: s if s == SCOPES[0] else f"All {example_count} examples",

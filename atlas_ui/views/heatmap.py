@@ -11,7 +11,7 @@ from .shared import head_heatmap
 
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
-    columns = st.columns([3, 2, 2, 2, 2.4])
+    columns = st.columns([3.4, 1.8, 1.8, 2.2, 2.2])     # the kind's name the widest (Decoder self-attention)
     norm = norm_switch(display, columns[4])
     with columns[0]:
         kind = pick_kind()

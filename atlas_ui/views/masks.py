@@ -28,8 +28,8 @@ def batch_sentences(examples: list, source_key: str, current: str, count: int = 
     return (others + fallback)[:count]
 
 
-MASK_HEIGHT = 440      # px, the causal and combined masks of this sentence
-PADDING_HEIGHT = 260   # px, its one-row padding mask: a row of blocks, not a thin strip
+MASK_HEIGHT = 460      # px, the causal and combined masks of this sentence: the view's picture
+PADDING_HEIGHT = 170   # px, its one-row padding mask: a row of blocks, not a thin strip
 
 
 def render(ctx: ViewContext):
@@ -39,30 +39,35 @@ def render(ctx: ViewContext):
     batch = [("this sentence", result)] + [(f"example {i + 1}", ctx.translate_other(sentence))
                                            for i, sentence in enumerate(sentences)]
     S, T = len(result.source_tokens), len(result.output_tokens)
-    columns = st.columns(thirds := [1, 1, 1])
-    width = column_width(thirds, 0)
-    # every map depends on the runs only: built once per process for an audience on the link
+    # the two square masks side by side in halves, the one-row padding mask across the page under
+    # them: in thirds, with the padding mask beside them, a 1280x720 window showed 260 px of maps
+    # (115 px wide in presenter mode)
+    halves = [1, 1]
+    width = column_width(halves, 0)
+
     def tall(fig):                    # the view's picture: tall enough to read each cell
         return fig.update_layout(height=max(fig.layout.height or 0, MASK_HEIGHT))
 
+    # every map depends on the runs only: built once per process for an audience on the link
     # (set while building: a shared figure is never changed after, other sessions are reading it)
-    # no colour bars on these three (the padding mask's text names the colours): in a third of the
-    # page the bar and its words took as much room as the cells
+    # no colour bars on these three (the padding mask's text names the colours): beside a map the
+    # bar and its words took as much room as the cells
     figures = [
-        ("padding", shared_figure(result, ("mask_padding",), lambda: mask_figure(
-            result.source_padding, None, result.source_tokens, "Source padding mask", width=width,
-            legend=False, height=PADDING_HEIGHT))),
-        ("causal", shared_figure(result, ("mask_causal",), lambda: tall(mask_figure(
+        ("causal", shared_figure(result, ("mask_causal", width), lambda: tall(mask_figure(
             causal_mask(T), result.output_tokens, result.target_tokens, "Causal mask", width=width,
             legend=False)))),
-        ("combined", shared_figure(result, ("mask_combined",), lambda: tall(mask_figure(
+        ("combined", shared_figure(result, ("mask_combined", width), lambda: tall(mask_figure(
             decoder_mask([T], T)[0], result.output_tokens, result.target_tokens, "Combined decoder mask",
             width=width, legend=False)))),
     ]
-    for column, (name, fig) in zip(columns, figures):
+    for column, (name, fig) in zip(st.columns(halves), figures):
         with column:
             chart(fig, f"mask_{name}")
             st.markdown(MASK_TEXT[name])
+    chart(shared_figure(result, ("mask_padding", "across"), lambda: mask_figure(
+        result.source_padding, None, result.source_tokens, "Source padding mask", legend=False,
+        height=PADDING_HEIGHT)), "mask_padding")
+    st.markdown(MASK_TEXT["padding"])
     st.caption(f"Alone, this sentence has no padding (all {S} source pieces are real), so its combined mask "
                "equals the causal one. The padded batch below shows the difference.")
 
@@ -88,7 +93,7 @@ def render(ctx: ViewContext):
                 width=column_width(shares, index))),
                   f"mask_batch_decoder_{index}")
     st.markdown(MASK_TEXT["combined"])
-    return figures[2][1]
+    return figures[1][1]
 
 
 VIEW = View(
