@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import streamlit as st
 
-from . import branch, room, sentences, state
+from . import branch, room, sentences, state, touch
 from ..runs.translation import ExplainFailed, configure_torch, get_translator, translate, translate_explained
 from ..runs.diagnosis import PageDiagnosis
 from ..runs.explain import explain_unavailable
@@ -35,9 +35,9 @@ LOG = logging.getLogger("atlas_ui")
 # On a phone the view's first chart comes before its controls (a shared link shows its picture first).
 # The input row's buttons keep their words (a narrow main area with the sidebar open, the presenter's
 # popover): the sentence box gives up the room.
-# A view's controls sit label beside field; in a view narrower than 1000 px (the sidebar open at
-# 1280 px) each label goes above its field, which then has the column's whole width
-# ("Cross-attenti"), and a toggle's words wrap.
+# A view's controls sit label beside field; in a view 641-1000 px wide (the sidebar open at 1280 px)
+# each label goes above its field, which then has the column's whole width ("Cross-attenti"), and a
+# toggle's words wrap (narrower, on a phone, the columns stack and each has the whole width).
 COMPACT_CSS = """<style>
 [data-testid='stMainBlockContainer']{padding-top:0.3rem;padding-bottom:2rem}
 [data-testid='stHeader']{background:transparent;pointer-events:none}
@@ -51,7 +51,7 @@ COMPACT_CSS = """<style>
 .st-key-view_body .stSelectbox > div:not([data-testid='stWidgetLabel']){flex:1 1 auto;min-width:0}
 .st-key-view_body [data-testid='stRadioOption'] p{white-space:nowrap}
 .st-key-view_body{container-type:inline-size}
-@container (max-width:1000px){.st-key-view_body .stSelectbox{flex-direction:column;align-items:stretch;gap:0}
+@container (min-width:641px) and (max-width:1000px){.st-key-view_body .stSelectbox{flex-direction:column;align-items:stretch;gap:0}
 .st-key-view_body .stSelectbox > [data-testid='stWidgetLabel']{margin-bottom:0.25rem}
 .st-key-view_body .stCheckbox [data-testid='stWidgetLabel'] p{white-space:normal}}
 @media (max-width:640px){.st-key-view_body > :nth-child(1 of :has([data-testid='stPlotlyChart'])){order:-1}}
@@ -314,6 +314,7 @@ def page() -> None:
         with sentence.popover("Sentence and decoding", width="stretch"):
             text, reference, beam = input_area(examples, source_lang, target_lang)
     elif phone:                        # the chart first: the sentence and the view one tap away
+        touch.tap_tooltips()           # a tap's tooltip: closed by the next tap, inside the plot
         with st.container(key="phone_bar", horizontal=True, vertical_alignment="center"):
             with st.popover("✎ Sentence", width="content"):
                 text, reference, beam = input_area(examples, source_lang, target_lang)
