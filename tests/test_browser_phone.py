@@ -1,12 +1,13 @@
 """The phone is the follower's screen (issue 52): at 390x844 with a phone's browser, every view's
 share link opens with its chart inside the first screen, above the translation strip; the sentence box
-and the view picker are one tap away in a bar above the chart, and a tap opens the sentence box."""
+and the view picker are one tap away in a bar above the chart, and a tap opens the sentence box; a tap
+on a chart opens its tooltip inside the plot, and the next tap closes it."""
 from __future__ import annotations
 
 import pytest
 
 from atlas_ui.views import VIEWS
-from browser_utils import NEEDS_BROWSER, script_run, wait_charts_drawn
+from browser_utils import PHONE_AGENT, NEEDS_BROWSER, load, run_tracker_js, script_run, wait_charts_drawn
 from test_browser_room import PHONE, SENTENCES, view_link
 
 pytestmark = NEEDS_BROWSER
@@ -63,3 +64,60 @@ def test_the_logit_lens_shows_a_window_of_steps_on_a_phone(pages, app_url):
     assert "3–6 of 20" in page.evaluate("""() => document.querySelector('.st-key-lens_picture .js-plotly-plot')
                                                .layout.title.text""")
     assert page.problems == []
+
+
+# the chart's plot area, its tooltip and its axis labels on the screen (the tooltip null while none is up)
+TOOLTIP = """(index) => { const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[index];
+  const s = gd._fullLayout._size, r = gd.getBoundingClientRect(), box = gd.querySelector('.hoverlayer .hovertext');
+  const rect = (e) => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  return {plot: [r.left + s.l, r.top + s.t, r.left + s.l + s.w, r.top + s.t + s.h], tooltip: box && rect(box),
+          labels: Array.from(gd.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text'))
+                  .filter(t => t.textContent.trim()).map(rect)}; }"""
+TOOLTIP_UP = """(index) => Boolean(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[index]
+                              .querySelector('.hoverlayer .hovertext'))"""
+
+
+def overlaps(a, b) -> bool:
+    return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
+
+
+@pytest.mark.parametrize("view", ["Heatmap", "Masks"])
+def test_a_taps_tooltip_stays_in_the_plot_and_the_next_tap_closes_it(browser, app_url, view, screenshots):
+    """Issue 52, a follower's phone: plotly.js hung a tap's tooltip over the axis labels under the
+    bottom row and never closed it (a finger never leaves the plot). Tapped at each corner of the map,
+    the tooltip lies inside the plot area; a second tap on its cell, or a tap outside, closes it."""
+    context = browser.new_context(viewport={"width": PHONE[0], "height": PHONE[1]}, user_agent=PHONE_AGENT,
+                                  has_touch=True, is_mobile=True)
+    context.add_init_script(run_tracker_js())
+    try:
+        page = context.new_page()
+        page.problems = []
+        page.on("pageerror", lambda exc: page.problems.append(f"pageerror: {exc}"))
+        load(page, view_link(app_url, view, SENTENCES[18]), PHONE)
+        wait_charts_drawn(page)
+        page.locator('[data-testid="stPlotlyChart"]').first.scroll_into_view_if_needed()
+        tapped = 0
+        for fx, fy in ((0.03, 0.03), (0.97, 0.03), (0.03, 0.97), (0.97, 0.97), (0.5, 0.5)):
+            where = page.evaluate(TOOLTIP, 0)
+            left, top, right, bottom = where["plot"]
+            x, y = left + fx * (right - left), top + fy * (bottom - top)
+            page.touchscreen.tap(x, y)
+            page.wait_for_function(TOOLTIP_UP, arg=0)
+            # keepInside moves it within a frame of plotly.js drawing it: wait for that, then measure
+            page.wait_for_function(f"""() => {{ const w = ({TOOLTIP})(0);
+                return w.tooltip && w.tooltip[0] >= w.plot[0] - 1 && w.tooltip[2] <= w.plot[2] + 1
+                       && w.tooltip[1] >= w.plot[1] - 1 && w.tooltip[3] <= w.plot[3] + 1; }}""", timeout=5_000)
+            shown = page.evaluate(TOOLTIP, 0)
+            assert [label for label in shown["labels"] if overlaps(label, shown["tooltip"])] == [], (fx, fy, shown)
+            tapped += 1
+            if (fx, fy) == (0.03, 0.97):
+                page.screenshot(path=str(screenshots / f"phone_tap_{view.lower()}.png"))
+            page.touchscreen.tap(x, y)                                 # the same cell again: closed
+            page.wait_for_function(f"(index) => !({TOOLTIP_UP})(index)", arg=0, timeout=5_000)
+        page.touchscreen.tap(left + 0.5 * (right - left), top + 0.5 * (bottom - top))
+        page.wait_for_function(TOOLTIP_UP, arg=0)
+        page.touchscreen.tap(PHONE[0] / 2, bottom + 60)                 # below the plot, off the chart's cells
+        page.wait_for_function(f"(index) => !({TOOLTIP_UP})(index)", arg=0, timeout=5_000)
+        assert tapped == 5 and page.problems == []
+    finally:
+        context.close()
