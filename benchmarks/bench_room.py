@@ -97,16 +97,23 @@ async def audience(app, presenter: Presenter, room: str, n: int, moves: list[Mov
     followers = await join(app.url, urlencode({"room": room}), n)
     failed = [t for t in followers if t.errors or t.first_chart is None]
     await asyncio.sleep(2.0)                      # the last arrivals' first polls
-    cpu, started = cpu_seconds(pid), time.perf_counter()
+    cpu, started, client = cpu_seconds(pid), time.perf_counter(), time.process_time()
     await asyncio.sleep(idle)
     idle_cpu, idle_wall = cpu_seconds(pid) - cpu, time.perf_counter() - started
     polls = sum(t.polls for t in followers)
-    results = await play(presenter, followers, moves, gap=lambda: rng.uniform(0.3, 1.2))
+    idle_client = (time.process_time() - client) / idle_wall
+    client, started = time.process_time(), time.perf_counter()
+    results, failure = [], ""
+    try:
+        await play(presenter, followers, moves, gap=lambda: rng.uniform(0.3, 1.2), results=results)
+    except (TimeoutError, ConnectionError) as exc:      # a server too busy to answer: say so, keep the rest
+        failure = f"the presenter's move {len(results) + 1} failed: {exc}"
+    moves_client = (time.process_time() - client) / (time.perf_counter() - started)
     during = rss_mb(pid)
     errors = [e for t in followers for e in t.errors]
     await asyncio.gather(*(t.close() for t in followers))
     return dict(joined=n - len(failed), idle_cpu=idle_cpu, idle_wall=idle_wall, polls=polls, results=results,
-                rss_during=during, errors=errors)
+                rss_during=during, errors=errors, client=(idle_client, moves_client), failure=failure)
 
 
 def report_moves(results) -> list[float]:
@@ -153,7 +160,12 @@ async def measure(args) -> None:
             print(f"  joined {got['joined']}/{n}; idle: server CPU {got['idle_cpu']:.2f} s over {got['idle_wall']:.1f} s "
                   f"= {per * 1000:.2f} ms CPU per follower per s ({got['polls']} polls, "
                   f"{(got['idle_cpu'] - alone * got['idle_wall']) * 1000 / max(1, got['polls']):.2f} ms a poll)")
+            # the tabs share one client process: a busy client would add its own lag to the delays
+            print(f"  this client process: {got['client'][0]:.0%} of a core while idle, {got['client'][1]:.0%} "
+                  "through the moves")
             delays = report_moves(got["results"])
+            if got["failure"]:
+                print(f"  {got['failure']}")
             missed = sum(r.missed for r in got["results"])
             wrong = sum(r.wrong for r in got["results"])
             print(f"  delay from a move to a follower's chart, {len(delays)} of {n * len(moves)}: {stats(delays)} "

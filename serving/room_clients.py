@@ -64,6 +64,8 @@ class Tab:
     full_runs: int = 0                        # full runs ended successfully
     run_started: float = 0.0                  # perf_counter of the last full run's start
     polls: int = 0                            # fragment reruns this tab asked for
+    received: int = 0                         # messages
+    last_received: float = 0.0                # perf_counter of the last one
 
     def __post_init__(self):
         self._socket = self._reader = None
@@ -100,8 +102,16 @@ class Tab:
         await self._socket.send(msg.SerializeToString())
 
     async def until_full_run(self, timeout: float) -> None:
-        """Wait for the next full run of this tab to end successfully."""
-        await asyncio.wait_for(self._run_ended.wait(), timeout)
+        """Wait for the next full run of this tab to end successfully; a closed connection or
+        `timeout` seconds raise ConnectionError / TimeoutError saying so."""
+        ended = asyncio.ensure_future(self._run_ended.wait())
+        done, _ = await asyncio.wait({ended, self._reader}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        if ended not in done:
+            ended.cancel()
+            if self._reader in done:
+                raise ConnectionError(f"the server closed the tab ({'; '.join(self.errors) or 'no error'})")
+            raise TimeoutError(f"no full run ended within {timeout:.0f} s ({self.received} messages, the last "
+                               f"{time.perf_counter() - self.last_received:.1f} s ago)")
 
     def chart_since(self, title: str, since: float) -> float | None:
         """perf_counter of the first chart titled `title` that arrived after `since`, or None."""
@@ -115,7 +125,8 @@ class Tab:
             self.errors.append(f"connection: {type(exc).__name__}: {exc}")
 
     def _note(self, raw: bytes) -> None:
-        now = time.perf_counter()
+        now = self.last_received = time.perf_counter()
+        self.received += 1
         msg = ForwardMsg()
         msg.ParseFromString(raw)
         kind = msg.WhichOneof("type")
@@ -243,17 +254,19 @@ async def join(base_url: str, query: str, count: int, timeout: float = 120.0) ->
         try:
             await tab.open(timeout)
             await tab.until_full_run(timeout)
-        except (TimeoutError, OSError) as exc:
-            tab.errors.append(f"{type(exc).__name__}: {exc or 'timed out'}")
+        except (TimeoutError, OSError) as exc:                  # ConnectionError is an OSError
+            tab.errors.append(f"{type(exc).__name__}: {exc}")
     await asyncio.gather(*(arrive(tab) for tab in tabs))
     return tabs
 
 
 async def play(presenter: Presenter, followers: list[Tab], moves: list[Move], gap=lambda: 0.5,
-               timeout: float = 60.0) -> list[MoveResult]:
+               timeout: float = 60.0, results: list | None = None) -> list[MoveResult]:
     """The presenter makes each move in turn; after each, wait until every follower drew the new
-    state (or `timeout`), then `gap()` seconds (a speaker talks; the followers' polls fall anywhere)."""
-    results, before = [], set(title for at, title in presenter.charts if at >= presenter.run_started)
+    state (or `timeout`), then `gap()` seconds (a speaker talks; the followers' polls fall anywhere).
+    Each move's MoveResult is appended to `results` as it ends (those before a failure stay there)."""
+    results = [] if results is None else results
+    before = set(title for at, title in presenter.charts if at >= presenter.run_started)
     for move in moves:
         sent = time.perf_counter()
         done, titles = await presenter.move(move)

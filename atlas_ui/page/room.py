@@ -122,17 +122,16 @@ def _follow_again() -> None:
 
 @st.fragment(run_every=POLL_S)
 def _poll() -> None:
-    """The follower's bar, rerun every POLL_S s: the whole page reruns only when the room moved."""
+    """A follower's question every POLL_S s: did the room move? Then the whole page reruns. It draws
+    nothing: every element a run draws is a message to that tab, and a room of 100 followers asks
+    200 times a second (benchmarks/bench_room.py), so a room that stayed put costs a dict lookup
+    and Streamlit's own run. The bar and its Detach button belong to the page's run."""
     try:
         version = rooms().version(st.session_state[ROOM], me())
     except (RoomClosed, KeyError):
         version = None
     if not st.session_state.get(FOLLOWING) or version is None or version != st.session_state.get(APPLIED):
         st.rerun()
-    with st.container(key="room_bar", horizontal=True, vertical_alignment="center"):
-        st.markdown(":green[●] **Following the speaker**", width="content")
-        st.button("Detach", key="room_detach", on_click=_detach, help="Explore on your own; the speaker "
-                  "moves on without you until you follow again.")
 
 
 @st.fragment(run_every=HEARTBEAT_S)
@@ -154,7 +153,11 @@ def bar() -> None:
     if KEY in st.session_state:
         _heartbeat()
     elif st.session_state.get(FOLLOWING):
-        _poll()
+        with st.container(key="room_bar", horizontal=True, vertical_alignment="center"):
+            st.markdown(":green[●] **Following the speaker**", width="content")
+            st.button("Detach", key="room_detach", on_click=_detach, help="Explore on your own; the speaker "
+                      "moves on without you until you follow again.")
+            _poll()
     else:
         with st.container(key="room_bar", horizontal=True, vertical_alignment="center"):
             st.markdown(":gray[○] **Exploring alone**", width="content")

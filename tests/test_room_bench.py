@@ -1,0 +1,58 @@
+"""The room benchmark's machinery at tiny scale (benchmarks/bench_room.py, serving/room_clients.py):
+a presenter over Streamlit's websocket protocol starts a room from its Share popover, 3 followers
+open the room link and poll as browsers do, and the presenter's moves reach every follower as the
+charts of the new state. How soon is the benchmark's to measure; here only that they arrive."""
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlencode
+
+import pytest
+
+from benchmarks.bench_room import LINK, MOVES
+from browser_utils import drive
+from serving.room_clients import Move, Presenter, chart_title, join, play
+from serving.servers import AppServer
+
+
+async def room_with_moves(url: str, moves: list[Move]):
+    presenter = await Presenter(url, urlencode(LINK)).open()
+    try:
+        room = await presenter.start_room()
+        followers = await join(url, urlencode({"room": room}), 3)
+        try:
+            first = [[title for _, title in f.charts] for f in followers]
+            results = await play(presenter, followers, moves, gap=lambda: 0.6, timeout=60)
+            return presenter, room, followers, first, results
+        finally:
+            for follower in followers:
+                await follower.close()
+    finally:
+        await presenter.close()
+
+
+@pytest.mark.slow
+def test_every_follower_draws_each_move_of_the_presenter(tmp_path):
+    moves = [MOVES[0], Move("view", "Decoding steps")]          # another head, then another view
+    with AppServer("app.py", log_dir=tmp_path) as app:
+        presenter, room, followers, first, results = drive(room_with_moves(app.url, moves))
+        log = app.log_path.read_text(errors="replace")
+    assert parse_qs(presenter.query)["room"] == [room] and "key" in parse_qs(presenter.query)
+    assert not presenter.errors and all(not f.errors for f in followers), [f.errors for f in followers]
+    landing = "Cross-attention · layer 1 · head 7"            # the link's landing head (page/landing.py)
+    assert all(titles == [landing] for titles in first), first
+    assert [r.titles[0] for r in results] == ["Cross-attention · layer 1 · head 3", "Top 10 candidates at step 1"]
+    for result in results:
+        assert len(result.arrived) == 3 and result.missed == 0 and result.wrong == 0, result
+        assert all(at is not None and at > result.sent for at in result.arrived)
+    for follower in followers:              # each drew every chart of each state, in the presenter's order
+        drawn = [title for _, title in follower.charts]
+        assert drawn[-len(results[-1].titles):] == results[-1].titles
+        assert follower.polls >= 1, "it polled between the moves, as a browser's timer does"
+        assert "key=" not in follower.query and parse_qs(follower.query)["room"] == [room]
+    assert "Traceback" not in log
+
+
+def test_a_chart_title_is_its_first_line():
+    assert chart_title('{"layout": {"title": {"text": "Top 10 candidates at step 2<br><sup>chose x</sup>"}}}') \
+        == "Top 10 candidates at step 2"
+    assert chart_title('{"layout": {}}') == "" and chart_title("") == ""
