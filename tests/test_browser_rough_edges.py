@@ -64,7 +64,7 @@ def test_x_tick_labels_never_touch_their_neighbours(pages, app_url, view, mode):
 
 BRIGHT_CELL = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
   .filter(gd => (gd.layout.title.text || '').startsWith('Cross-attention over the source'))
-  .map(gd => { const row = gd.data[0].z[0], x = gd.layout.xaxis;
+  .map(gd => { const row = Array.from(gd._fullData[0].z[0]), x = gd._fullLayout.xaxis;     // decoded (typed) arrays
                return {column: row.indexOf(Math.max(...row)), keys: row.length, tickvals: Array.from(x.tickvals),
                        ticktext: Array.from(x.ticktext),
                        drawn: Array.from(gd.querySelectorAll('.xtick text')).map(t => t.textContent)}; })"""
