@@ -155,6 +155,9 @@ async def measure(args) -> None:
             await asyncio.to_thread(settle, [pid])
             print(f"\n{round_no + 1}. Audience {round_no}: {n} followers join and stay; {args.idle:.0f} s idle, "
                   f"then {len(moves)} moves")
+            if rounds and rounds[-1]["failure"]:           # the room is not back where the moves start
+                print("  skipped: the first audience's moves did not end")
+                break
             got = await audience(app, presenter, room, n, moves, args.idle, rng)
             per = got["idle_cpu"] / max(1, got["joined"]) / got["idle_wall"]
             print(f"  joined {got['joined']}/{n}; idle: server CPU {got['idle_cpu']:.2f} s over {got['idle_wall']:.1f} s "
@@ -164,6 +167,7 @@ async def measure(args) -> None:
             print(f"  this client process: {got['client'][0]:.0%} of a core while idle, {got['client'][1]:.0%} "
                   "through the moves")
             delays = report_moves(got["results"])
+            print(f"  from the presenter's action instead: {stats([d for r in got['results'] for d in r.from_click])}")
             if got["failure"]:
                 print(f"  {got['failure']}")
             missed = sum(r.missed for r in got["results"])
@@ -177,7 +181,8 @@ async def measure(args) -> None:
             print(f"  RSS: before {rss_before:.0f} MB, with {n} followers after the moves {got['rss_during']:.0f} MB, "
                   f"after they left {rss_after[-1]:.0f} MB")
         await presenter.close()
-    all_delays = [d for r in rounds for d in r["delays"]]
+    all_delays = [d for r in rounds for d in r["delays"]] or [float("nan")]
+    rss_after += rss_after[-1:] * (2 - len(rss_after))
     print(f"\nSummary: move -> follower's chart p95 {percentile(all_delays, 95):.2f} s over {len(all_delays)} "
           f"(goal <= 1.5 s); joining p95 ratio {statistics.median(ratios):.2f}x (goal <= 3x); idle "
           f"{statistics.median(r['idle_cpu'] / max(1, r['joined']) / r['idle_wall'] for r in rounds) * 1000:.2f} ms "

@@ -241,6 +241,12 @@ class MoveResult:
         return [at - self.done for at in self.arrived if at is not None]
 
     @property
+    def from_click(self) -> list[float]:
+        """Seconds from the presenter's action (its rerun request) to each follower's chart: the
+        presenter's run's end is itself a message, as late as the server's flush of it."""
+        return [at - self.sent for at in self.arrived if at is not None]
+
+    @property
     def missed(self) -> int:
         return sum(at is None for at in self.arrived)
 
