@@ -126,3 +126,15 @@ def test_compare_puts_the_edited_maps_rows_on_its_right_before_the_colour_bar():
     assert big.data[1].colorbar.xpad > fig.data[1].colorbar.xpad
     small = phone_figure(fig)
     assert small.data[1].showscale is False and room <= small.layout.margin.r < fig.layout.margin.r
+
+
+def test_upright_labels_get_their_room_where_plotly_may_not_grow_the_margin():
+    """The Overview keeps its own margins (automargin off): set upright on a phone, "Head 3" ran into
+    the "Key" title under it."""
+    from viz import overview_figure
+    from viz._base import text_width, title_room
+    small = phone_figure(overview_figure(np.full((3, 8, 17, 21), 1 / 21), pieces(17, "▁q"), pieces(21, "▁k"), "t"))
+    x = small.layout.xaxis
+    assert x.tickangle == 90 and not x.automargin
+    widest = max(text_width(label, x.tickfont.size) for label in x.ticktext)
+    assert small.layout.margin.b >= widest + title_room() - 1

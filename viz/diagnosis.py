@@ -130,13 +130,15 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
                      output_evidence: Mapping[str, Sequence[float]] | None = None,
                      source_evidence: Mapping[str, Sequence[float]] | None = None, threshold: float = 0.5,
                      title: str = "", note: str = "", show_space: bool = False,
-                     height: int | None = None) -> go.Figure:
+                     height: int | None = None, label_size: float | None = None) -> go.Figure:
     """Stacked panels sharing their piece axis: each output piece's "unsupported" score (T,), then
     each of its evidence signals; then each source piece's "left out" score (S,) and its evidence.
     Pieces at or above `threshold` are coloured (purple: unsupported, green: left out). Every bar's
     customdata is [part (0 output, 1 source), index, label], so a click names its piece.
     `note`: the title's second, smaller line (one long line is cut on a phone). Each panel's y axis
-    gets as many numbers (3, 2 or 1) as its height in px keeps apart (value_ticks)."""
+    gets as many numbers (3, 2 or 1) as its height in px keeps apart (value_ticks). `label_size`: the
+    px the output pieces' labels will be drawn at, where larger than this figure's (presenter type):
+    the room between the two parts is made for them, upright."""
     outputs, sources = [str(t) for t in output_tokens], [str(t) for t in source_tokens]
     h, o = _scores(hallucination, outputs, "hallucination"), _scores(omission, sources, "omission")
     panels = [(OUTPUT, "unsupported score", h, h >= threshold, ".2f")]
@@ -153,8 +155,9 @@ def diagnosis_figure(hallucination, output_tokens: Sequence[str], omission, sour
     margin = matrix_margins(["−0.00"], labels[SOURCE], y_size=12, x_size=tick_font_size(len(sources)),
                             colorbar=None, top=(66 if note else 50) if title else 20, y_title=False)
     plot_px = max(height - margin["t"] - margin["b"], 1)
-    # the output pieces' labels sit between the two parts, as tilted as plotly.js will draw them
-    labels_px = x_label_room(labels[OUTPUT], tick_font_size(len(outputs)), MAIN_WIDTH - margin["l"] - margin["r"])
+    # the output pieces' labels sit between the two parts, level or upright as plotly.js will draw them
+    labels_px = x_label_room(labels[OUTPUT], max(tick_font_size(len(outputs)), label_size or 0),
+                             MAIN_WIDTH - margin["l"] - margin["r"])
     below = min(max(0.06, (labels_px + 4) / plot_px), 0.3)
     size = (1.0 - gap * n - below) / n                 # gap: each panel's name above it
     panel_px = size * plot_px                          # each panel's height on the screen

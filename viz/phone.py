@@ -14,7 +14,7 @@ import re
 import numpy as np
 import plotly.graph_objects as go
 
-from ._base import matrix_margins, text_width
+from ._base import matrix_margins, text_width, title_room
 from .export import colorbars, drop_crowded_text, fit_ticks, matrix_like, plot_size, right_label_room, unit_px
 
 PHONE_WIDTH = 358              # a 390 px phone's chart: the window less the page's 16 px sides
@@ -90,17 +90,17 @@ def _fit_annotations(fig: go.Figure) -> None:
 
 def _fit_axis_titles(fig: go.Figure) -> None:
     """An x axis title wider than its map (two maps side by side) wrapped to it, the bottom margin
-    grown for the added line; y titles kept clear of their tick labels (plotly.js draws a title
-    without a standoff a fixed 38 px from the axis, over labels that are wider)."""
+    grown for the added line; titles kept clear of their tick labels (plotly.js draws a title without
+    a standoff a fixed distance from the axis, over labels that are wider or stand upright)."""
     plot_width = plot_size(fig)[0]
     added = 0
     for name in list(fig.layout):
         axis = fig.layout[name] if name[1:5] == "axis" else None
         if axis is None or axis.title is None or not axis.title.text:
             continue
+        if axis.title.standoff is None and axis.automargin:      # below upright x labels too ("Head 3" on "Key")
+            axis.title.standoff = 6
         if name.startswith("y"):
-            if axis.title.standoff is None and axis.automargin:
-                axis.title.standoff = 6
             continue
         size = axis.title.font.size if axis.title.font is not None and axis.title.font.size else 14
         domain = axis.domain or (0, 1)
@@ -158,6 +158,19 @@ def _refit_matrix(fig: go.Figure, width: float) -> None:
     fig.update_layout(margin=dict(l=fitted["l"], r=fitted["r"], b=fitted["b"]))
 
 
+def _room_for_upright_labels(fig: go.Figure) -> None:
+    """A bottom margin that holds x labels fit_ticks set upright, where plotly.js may not grow it
+    (automargin off: the Overview's grid keeps its own margins; "Head 3" ran into "Key")."""
+    axis = fig.layout.xaxis
+    if axis.automargin or axis.tickangle != 90 or axis.ticktext is None or fig.layout.margin.b is None:
+        return
+    size = axis.tickfont.size if axis.tickfont is not None and axis.tickfont.size else PHONE_TICK
+    title = axis.title is not None and bool(axis.title.text)
+    needed = round(max(text_width(str(t), size) for t in axis.ticktext) + (title_room() if title else 10))
+    if needed > fig.layout.margin.b:
+        fig.update_layout(height=fig.layout.height + needed - fig.layout.margin.b, margin=dict(b=needed))
+
+
 def phone_figure(fig: go.Figure, width: float = PHONE_WIDTH) -> go.Figure:
     """A copy of `fig` for a phone's `width` px: see the module's docstring."""
     small = go.Figure(fig)
@@ -190,5 +203,6 @@ def phone_figure(fig: go.Figure, width: float = PHONE_WIDTH) -> go.Figure:
             fit_ticks(small, letter, PHONE_TICK, tallest, upright=letter == "x",
                       smallest=PHONE_MIN_TICK)
         _refit_matrix(small, width)
+        _room_for_upright_labels(small)
     return small
 

@@ -67,6 +67,7 @@ def render(ctx: ViewContext):
         findings.hallucination, result.output_tokens, findings.omission, result.source_tokens,
         output_evidence=output_evidence, source_evidence=source_evidence,
         threshold=findings.threshold, show_space=display.show_space, height=height,
+        label_size=16 if display.presenter else None,          # presenter type's tick labels (18 - 2 px)
         # the score on a second line: one line ran past a phone's 390 px
         title=f"Diagnosis of {what}", note=f"detached score {findings.sentence_score:.2f}"))
     chart(fig, "diagnosis_chart", on_select=partial(_on_piece_pick, "diagnosis_chart", len(result.output_tokens)),

@@ -11,7 +11,8 @@ from .shared import head_heatmap
 
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
-    columns = st.columns([3.4, 1.8, 1.8, 2.2, 2.2])     # the kind's name the widest (Decoder self-attention)
+    # the kind's name the widest (Decoder self-attention); the weights' two options side by side
+    columns = st.columns([3.3, 1.8, 1.8, 2.1, 2.4])
     norm = norm_switch(display, columns[4])
     with columns[0]:
         kind = pick_kind()
