@@ -154,7 +154,7 @@ def tiny(tmp_path_factory):
     with file_lock(root / "tiny-reverse.lock"):
         if not losses_file.exists():
             trained, losses = train_tiny()
-            save_model_dir(folder, trained.model, trained.tokenizer, card={"name": "tiny reverse"},
+            save_model_dir(folder, trained.engine.model, trained.engine.tokenizer, card={"name": "tiny reverse"},
                            dtype=torch.float32)
             losses_file.write_text(json.dumps(losses))
     translator = Translator.load(folder, device="cpu")
@@ -167,7 +167,7 @@ def tiny_dir(tiny, tmp_path_factory):
     """The tiny model written as a model directory (fp32 so round trips are exact)."""
     from transformer.checkpoint import save_model_dir
     path = tmp_path_factory.mktemp("models") / "xx-yy"
-    save_model_dir(path, tiny.model, tiny.tokenizer, card={"name": "tiny reverse", "scores": {}},
+    save_model_dir(path, tiny.engine.model, tiny.engine.tokenizer, card={"name": "tiny reverse", "scores": {}},
                    dtype=torch.float32)
     return path
 

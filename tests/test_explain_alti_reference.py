@@ -27,15 +27,15 @@ HF_NAMES = ("marian", "bart", "nllb", "mbart50")            # post-LN, post-LN, 
 def _layers(tr):
     """Per attention layer (in forward order): kind, layer, attention module, its block's norm,
     and the names of its v / output projections."""
-    if not tr.is_hf:
-        m, rows = tr.model, []
+    if tr.engine.family == "ours":
+        m, rows = tr.engine.model, []
         for i, l in enumerate(m.encoder_layers):
             rows.append(("encoder_self", i, l.self_attention, l.attention_block.norm))
         for i, l in enumerate(m.decoder_layers):
             rows += [("decoder_self", i, l.self_attention, l.self_attention_block.norm),
                      ("cross", i, l.cross_attention, l.cross_attention_block.norm)]
         return rows, "v_proj", "out_proj"
-    enc, dec, rows = tr.model.get_encoder(), tr.model.get_decoder(), []
+    enc, dec, rows = tr.engine.model.get_encoder(), tr.engine.model.get_decoder(), []
     for i, l in enumerate(enc.layers):
         rows.append(("encoder_self", i, l.self_attn, l.self_attn_layer_norm))
     for i, l in enumerate(dec.layers):
@@ -68,10 +68,10 @@ def _record(tr, source_ids, fed_ids):
     src, fed = torch.tensor([source_ids]), torch.tensor([fed_ids])
     try:
         with capture() as recorder:
-            if tr.is_hf:
-                tr.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=fed)
+            if tr.engine.family != "ours":
+                tr.engine.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=fed)
             else:
-                tr.model(src, None, fed)
+                tr.engine.model(src, None, fed)
     finally:
         for h in handles:
             h.remove()
@@ -136,7 +136,7 @@ def _compare(tr, pre_ln: bool):
     formula with the biases left out (the convention this replaced)."""
     out = tr.translate(SENTENCE, max_len=10, explain=True)
     ex = out.explanation
-    fed = tr.tokenizer.piece_ids(out.target_tokens)
+    fed = tr.engine.tokenizer.piece_ids(out.target_tokens)
     records = _record(tr, out.source_ids, fed)
     ours = np.concatenate([ex.source_contribution, ex.prefix_contribution], axis=1)
     enc, total = (t.numpy() for t in authors_alti(records, pre_ln))
@@ -164,7 +164,7 @@ def test_our_post_ln_model_with_random_biases_and_gains(en_de):
                 torch.nn.init.normal_(module.weight, mean=1.0, std=0.3)
             if isinstance(module, (torch.nn.LayerNorm, torch.nn.Linear)) and module.bias is not None:
                 torch.nn.init.normal_(module.bias, std=0.3)
-    tr = Translator(model, en_de.tokenizer, device="cpu")
+    tr = Translator(model, en_de.engine.tokenizer, device="cpu")
     total, enc, no_bias = _compare(tr, pre_ln=False)
     assert total <= 1e-4 and enc <= 1e-4, (total, enc)
     assert no_bias >= 1e-3, no_bias
@@ -187,7 +187,7 @@ def hf_random(hf_dirs, tmp_path_factory):
 def test_hugging_face_families_match_the_authors_definition(hf_random, name):
     tr = hf_random[name]
     assert tr.config.norm_first == (name in ("nllb", "mbart50"))
-    biases = [m.bias for m in tr.model.modules() if isinstance(m, torch.nn.LayerNorm)]
+    biases = [m.bias for m in tr.engine.model.modules() if isinstance(m, torch.nn.LayerNorm)]
     assert min(float(b.detach().abs().max()) for b in biases) > 0.1          # really not the defaults
     total, enc, no_bias = _compare(tr, pre_ln=tr.config.norm_first)
     assert total <= 1e-4 and enc <= 1e-4, (name, total, enc)

@@ -25,7 +25,7 @@ def _one_at_a_time(tr, rows):
         for r in rows:
             src = torch.tensor([r.source_ids], device=tr.device)
             fed = torch.tensor([r.fed_ids], device=tr.device)
-            logits = tr.engine.teacher_forced(src, None, fed, None)[0].float()        # (T, V)
+            logits = tr.engine.teacher_forced(src, None, fed)[0].float()        # (T, V)
             lp = torch.log_softmax(logits, -1)[torch.arange(len(r.output_ids)), torch.tensor(r.output_ids)]
             out.append(lp.numpy().astype(np.float64))
     return out

@@ -166,7 +166,7 @@ def test_translate_align_uses_the_method_head_roles_json_names(heads_run):
     assert all(0 <= j < len(free.output_tokens) for _, j in free.alignment)
     with pytest.raises(ValueError):
         tr.translate(source, align=True, encoder_layer=0)
-    assert Translator(tr.model, tr.tokenizer, device="cpu").head_roles is None  # no directory: none
+    assert Translator(tr.engine.model, tr.engine.tokenizer, device="cpu").head_roles is None  # no directory: none
 
 
 def _alti_mutual(tr, source: str, out) -> list:

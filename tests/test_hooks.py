@@ -77,7 +77,7 @@ def test_a_write_is_what_the_model_carries_on(tiny, hf):
             tr.engine.teacher_forced(source, None, fed)
         for name in names:
             torch.testing.assert_close(recorder.residual_stream(name), torch.full_like(recorder.residual_stream(name), 0.25),
-                                       atol=1e-6, rtol=0, msg=f"{tr.family} {name}")
+                                       atol=1e-6, rtol=0, msg=f"{tr.engine.family} {name}")
 
 
 def test_head_mask_equals_a_hook_zeroing_the_heads_z_ours(tiny):

@@ -72,7 +72,7 @@ def test_the_result_describes_both_forced_runs(en_de):
         "encoder_self": (c.n_encoder_layers, c.n_heads), "decoder_self": (c.n_decoder_layers, c.n_heads),
         "cross": (c.n_decoder_layers, c.n_heads)}
     # "fährt" against "reitet": after layer 0, the edited piece and the verb it tells apart carry it
-    bike, riding = (res.clean_source_ids.index(en_de.tokenizer.piece_ids([p])[0]) for p in ("▁bike", "▁riding"))
+    bike, riding = (res.clean_source_ids.index(en_de.engine.tokenizer.piece_ids([p])[0]) for p in ("▁bike", "▁riding"))
     assert set(np.argsort(res.encoder[0])[-2:].tolist()) == {bike, riding}
     assert np.isfinite(res.encoder).all() and all(np.isfinite(v).all() for v in res.heads.values())
 
@@ -167,7 +167,7 @@ def modules(model):
 
 def reference(tr, res):
     """Clean and corrupt m, and m of every patched run, one plain forward pass each."""
-    model = tr.model
+    model = tr.engine.model
     layers, projections = modules(model)
     H = tr.config.n_heads
 

@@ -67,7 +67,7 @@ def manual_residuals(model: Transformer, source, fed) -> dict:
 
 @pytest.mark.parametrize("which", ["tiny", "pre-LN", "post-LN"])
 def test_ours_every_point_equals_a_manual_recomputation(tiny, which):
-    model = tiny.model if which == "tiny" else random_model(which == "pre-LN")
+    model = tiny.engine.model if which == "tiny" else random_model(which == "pre-LN")
     source, fed = torch.tensor([[5, 6, 7, 8, 3]]), torch.tensor([[2, 11, 12, 13]])
     with torch.no_grad(), capture(residual=True) as recorder:
         logits = model(source, None, fed)
@@ -100,7 +100,7 @@ def test_ours_cached_decoding_records_one_row_per_step_equal_to_the_forced_pass(
 def _recomputed_mids(tr, res: dict, memory) -> dict:
     """mid points from the next sublayer: resid_mid_cross from resid_mid_self through cross-attention,
     resid_post from the last mid point through the feed-forward (the family's own modules)."""
-    family, model = tr.engine.family, tr.model
+    family, model = tr.engine.family, tr.engine.model
     pre_ln = tr.config.norm_first
     got = {}
     for stack_name, stack in (("encoder", model.get_encoder()), ("decoder", model.get_decoder())):
@@ -134,7 +134,7 @@ def test_hf_points_equal_output_hidden_states_and_the_sublayers_between(hf, name
     res, source, fed = forced_residuals(tr, SENTENCES[0])
     assert sorted(res) == sorted(tr.engine.residual_sites())
     with torch.no_grad():
-        ref = tr.model(input_ids=source, decoder_input_ids=fed, output_hidden_states=True)
+        ref = tr.engine.model(input_ids=source, decoder_input_ids=fed, output_hidden_states=True)
     for stack, hidden, L in (("encoder", ref.encoder_hidden_states, c.n_encoder_layers),
                              ("decoder", ref.decoder_hidden_states, c.n_decoder_layers)):
         assert len(hidden) == L + 1
@@ -176,7 +176,7 @@ def test_off_by_default_and_only_what_is_asked(tiny, hf, monkeypatch):
     original = Recorder.record_residual
     monkeypatch.setattr(Recorder, "record_residual", lambda self, n, x: (stored.append(n), original(self, n, x)))
     calls = []
-    points = [m for m in tiny.model.modules() if isinstance(m, HookPoint) and m.name is not None]
+    points = [m for m in tiny.engine.model.modules() if isinstance(m, HookPoint) and m.name is not None]
     handles = [m.register_forward_hook(lambda m, a, o: calls.append(m.name)) for m in points]
     try:
         for tr, text in ((tiny, TINY_SENTENCE), (hf["marian"], SENTENCES[0]), (hf["t5"], SENTENCES[0])):
