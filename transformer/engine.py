@@ -4,8 +4,8 @@
 assembles a `Translation`, once, for every family. What differs between families lives behind this
 interface, in one engine each: `engine_ours.OursEngine` (our `Transformer` + sentencepiece) and
 `hf.engine.HFEngine` (a Hugging Face encoder-decoder; family facts in hf/arch.py). A new family is a
-new engine; a caller that needs a family fact asks the engine (`tr.engine.family`,
-`tr.engine.special_ids`, ...), never `hasattr`.
+new engine; a caller that needs a family fact asks the engine a question (`tr.engine.special_ids`,
+`tr.engine.model_view()`, ...), never `hasattr` and never the family's name.
 
 The contract (shapes: B sentences, S source pieces, T fed pieces, V vocabulary, D d_model):
 - ids: `source_ids(text)` -> (ids ending in the model's end piece, cut to max_source_len;
