@@ -24,7 +24,7 @@ def t5(hf_dirs, tmp_path_factory):
     folders = {"t5": folder, "t5_v11": randomise_biases(v11)}
     loaded = {name: Translator.load(f, device="cpu", source_lang="en", target_lang="de") for name, f in folders.items()}
     c = loaded["t5_v11"].config
-    assert c.n_heads * c.d_head != c.d_model and loaded["t5_v11"].model.config.is_gated_act
+    assert c.n_heads * c.d_head != c.d_model and loaded["t5_v11"].engine.model.config.is_gated_act
     return loaded
 
 
