@@ -63,8 +63,8 @@ def finite_differences(tr, out, step, alternative):
         if type(module).__name__ == "T5LayerNorm":
             rms_norm_in_float64(module)
     ids = tr.engine.tokenizer.piece_ids
-    source = torch.tensor([ids(out.source_tokens)])
-    fed = torch.tensor([ids(out.target_tokens[: step + 1])])
+    source = torch.tensor([ids(out.source_tokens)], device=tr.device)
+    fed = torch.tensor([ids(out.target_tokens[: step + 1])], device=tr.device)
     a, b = ids([out.output_tokens[step], alternative])
 
     def margin(call, index, factor):

@@ -31,7 +31,7 @@ def post_ln(en_de):
         for name, p in model.named_parameters():
             if name.endswith("bias") or ".norm." in name:
                 p.add_(torch.randn_like(p) * 0.1)
-    return Translator(model, en_de.engine.tokenizer, device="cpu")
+    return Translator(model, en_de.engine.tokenizer, device=en_de.device)
 
 
 def _explained(tr, **kwargs):
@@ -92,14 +92,14 @@ def test_norm_vectors_sum_to_each_attention_output_of_the_real_run(en_de):
             kv, produced = records[0][0][0], records[0][1][0]
         v = module.v_proj(kv).view(-1, H, D // H).transpose(0, 1)                      # (H, Tk, dh)
         f = torch.einsum("hkd,ehd->hke", v, module.out_proj.weight.view(D, H, -1))     # (H, Tk, D)
-        alpha = torch.from_numpy(out.attention.get(kind)[layer])                        # (H, Tq, Tk)
+        alpha = torch.from_numpy(out.attention.get(kind)[layer]).to(f.device)          # (H, Tq, Tk)
         total = torch.einsum("hij,hjd->id", alpha, f) + module.out_proj.bias
         assert (total - produced).abs().max().item() <= 1e-5, (kind, layer)
         norms = alpha * f.norm(dim=-1)[:, None, :]
-        np.testing.assert_allclose(ex.get_norm(kind)[layer], norms.numpy(), atol=1e-4, rtol=1e-4)
+        np.testing.assert_allclose(ex.get_norm(kind)[layer], norms.cpu().numpy(), atol=1e-4, rtol=1e-4)
         if kind == "cross":                   # Kobayashi et al.'s layer-level score: heads summed first
             layer_score = torch.einsum("hij,hjd->ijd", alpha, f).norm(dim=-1)
-            np.testing.assert_allclose(ex.norm_cross_layer[layer], layer_score.numpy(), atol=1e-4, rtol=1e-4)
+            np.testing.assert_allclose(ex.norm_cross_layer[layer], layer_score.cpu().numpy(), atol=1e-4, rtol=1e-4)
 
 
 def _block_outputs(tr, source_ids, fed_ids):
@@ -113,7 +113,7 @@ def _block_outputs(tr, source_ids, fed_ids):
     handles = [b.register_forward_hook(lambda m, a, o: outputs.append(o[0].detach().clone())) for b in blocks]
     try:
         with torch.no_grad():
-            tr.engine.model(torch.tensor([source_ids]), None, torch.tensor([fed_ids]))
+            tr.engine.model(torch.tensor([source_ids], device=tr.device), None, torch.tensor([fed_ids], device=tr.device))
     finally:
         for h in handles:
             h.remove()
@@ -126,7 +126,8 @@ def test_alti_parts_sum_to_each_block_output_of_the_model(which, en_de, post_ln)
     out = tr.translate(SENTENCE, max_len=12)
     fed = [BOS_ID] + out.output_ids[:-1]
     real = _block_outputs(tr, out.source_ids, fed)
-    parts = decompose(model_view(tr), torch.tensor([out.source_ids]), torch.tensor([fed]), keep_blocks=True)
+    parts = decompose(model_view(tr), torch.tensor([out.source_ids], device=tr.device), torch.tensor([fed], device=tr.device),
+                      keep_blocks=True)
     assert len(parts.blocks) == len(real)
     S = len(out.source_ids)
     for block, y in zip(parts.blocks, real):
@@ -189,14 +190,15 @@ def test_saliency_equals_one_backward_per_step_through_the_model(en_de):
 
         handle = en_de.engine.model.source_embedding.register_forward_hook(keep)
         try:
-            logits = en_de.engine.model(torch.tensor([out.source_ids]), None, torch.tensor([fed]))[0]
+            logits = en_de.engine.model(torch.tensor([out.source_ids], device=en_de.device), None,
+                                         torch.tensor([fed], device=en_de.device))[0]
             torch.log_softmax(logits[t], -1)[out.output_ids[t]].backward()
         finally:
             handle.remove()
             en_de.engine.model.zero_grad(set_to_none=True)
         src, tgt = ((e.grad[0] * e[0]).abs().sum(-1).detach() for e in looked_up)   # scale cancels
-        np.testing.assert_allclose(ex.saliency_source[t], (src / src.sum()).numpy(), atol=1e-5)
-        np.testing.assert_allclose(ex.saliency_prefix[t], (tgt / tgt.sum()).numpy(), atol=1e-5)
+        np.testing.assert_allclose(ex.saliency_source[t], (src / src.sum()).cpu().numpy(), atol=1e-5)
+        np.testing.assert_allclose(ex.saliency_prefix[t], (tgt / tgt.sum()).cpu().numpy(), atol=1e-5)
         share = float(src.sum() / (src.sum() + tgt.sum()))
         assert abs(ex.saliency_source_share[t] - share) <= 1e-5
 
@@ -294,11 +296,13 @@ def test_marian_parts_sum_to_its_post_ln_block_outputs(hf_tiny):
     handles = [n.register_forward_hook(lambda m, a, o: real.append(o[0].detach().clone())) for n in norms]
     try:
         with torch.no_grad():
-            tr.engine.model(input_ids=torch.tensor([out.source_ids]), decoder_input_ids=torch.tensor([fed]))
+            tr.engine.model(input_ids=torch.tensor([out.source_ids], device=tr.device),
+                            decoder_input_ids=torch.tensor([fed], device=tr.device))
     finally:
         for h in handles:
             h.remove()
-    parts = decompose(model_view(tr), torch.tensor([out.source_ids]), torch.tensor([fed]), keep_blocks=True)
+    parts = decompose(model_view(tr), torch.tensor([out.source_ids], device=tr.device), torch.tensor([fed], device=tr.device),
+                      keep_blocks=True)
     assert len(parts.blocks) == len(real)
     for block, y in zip(parts.blocks, real):
         assert (block.parts.sum(1) + block.bias - y).abs().max().item() <= 1e-4, (block.kind, block.layer)

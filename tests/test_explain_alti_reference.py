@@ -65,7 +65,7 @@ def _record(tr, source_ids, fed_ids):
         handles.append(attention.register_forward_hook(
             lambda m, a, k, o, key=key: on_attention(key, m, a, k, o), with_kwargs=True))
         handles.append(norm.register_forward_pre_hook(lambda m, a, key=key: on_norm(key, m, a)))
-    src, fed = torch.tensor([source_ids]), torch.tensor([fed_ids])
+    src, fed = torch.tensor([source_ids], device=tr.device), torch.tensor([fed_ids], device=tr.device)
     try:
         with capture() as recorder:
             if tr.engine.family != "ours":
@@ -85,6 +85,7 @@ def _authors_layer(r, pre_ln: bool, with_biases: bool = True) -> torch.Tensor:
     """One layer's contributions (Tq, Tk'), the authors' way, in float64."""
     d = torch.float64
     alpha, att, norm = r["alpha"].to(d), r["attention"], r["norm"]
+    on = alpha.device                                       # the model's device (ATLAS_TEST_DEVICE)
     H, Tq, Tk = alpha.shape
     v = (r["kv"].to(d) @ att.v_proj.weight.to(d).T + att.v_proj.bias.to(d)).view(Tk, H, -1).transpose(0, 1)
     w_o = att.out_proj.weight.to(d).T.reshape(H, -1, att.out_proj.weight.shape[0])    # (H, dh, D)
@@ -94,14 +95,14 @@ def _authors_layer(r, pre_ln: bool, with_biases: bool = True) -> torch.Tensor:
     if r["kind"] == "cross":
         out_qv = torch.cat([moved, residual[:, None]], dim=1)
     else:
-        out_qv = moved + torch.einsum("qk,qd->qkd", torch.eye(Tq, dtype=d), residual)
+        out_qv = moved + torch.einsum("qk,qd->qkd", torch.eye(Tq, dtype=d, device=on), residual)
     if pre_ln:
         transformed, resultant = out_qv, out_qv.sum(1) + b_o * with_biases
     else:
         D = b_o.shape[0]
         ln_in = r["ln"].to(d)
         std = (ln_in.var(-1, unbiased=False) + norm.eps).sqrt()[:, None, None]       # (Tq, 1, 1)
-        centre = torch.eye(D, dtype=d) - torch.full((D, D), 1.0 / D, dtype=d)
+        centre = torch.eye(D, dtype=d, device=on) - torch.full((D, D), 1.0 / D, dtype=d, device=on)
         l_transform = lambda x: x @ centre @ torch.diag(norm.weight.to(d))           # noqa: E731
         transformed = l_transform(out_qv) / std
         resultant = transformed.sum(1)
@@ -139,11 +140,11 @@ def _compare(tr, pre_ln: bool):
     fed = tr.engine.tokenizer.piece_ids(out.target_tokens)
     records = _record(tr, out.source_ids, fed)
     ours = np.concatenate([ex.source_contribution, ex.prefix_contribution], axis=1)
-    enc, total = (t.numpy() for t in authors_alti(records, pre_ln))
+    enc, total = (t.cpu().numpy() for t in authors_alti(records, pre_ln))
     _, no_bias = authors_alti(records, pre_ln, with_biases=False)
     assert ex.logits_check <= 1e-4
     return (float(np.abs(ours - total).max()), float(np.abs(ex.encoder_contribution - enc).max()),
-            float(np.abs(ours - no_bias.numpy()).max()))
+            float(np.abs(ours - no_bias.cpu().numpy()).max()))
 
 
 def test_shipped_en_de_matches_the_authors_definition(en_de):

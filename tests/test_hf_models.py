@@ -32,7 +32,7 @@ def hf(hf_dirs):
 def generate_ids(tr, text, **kwargs) -> list[int]:
     """transformers' own generate() on the same encoder input; outputs after the start token,
     up to the first end token."""
-    enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
+    enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt").to(tr.device)
     ids = tr.engine.model.generate(**enc, do_sample=False, **tr.engine.langs.overrides, **kwargs)[0, 1:].tolist()
     eos = tr.engine.model.generation_config.eos_token_id
     return ids[: ids.index(eos) + 1] if eos in ids else ids
@@ -40,8 +40,8 @@ def generate_ids(tr, text, **kwargs) -> list[int]:
 
 def forced_pass(tr, out, **kwargs):
     """transformers' full forward, teacher-forced over the pieces the decoder was fed."""
-    source = torch.tensor([out.source_ids])
-    fed = torch.tensor([tr.engine.tokenizer.piece_ids(out.target_tokens)])
+    source = torch.tensor([out.source_ids], device=tr.device)
+    fed = torch.tensor([tr.engine.tokenizer.piece_ids(out.target_tokens)], device=tr.device)
     with torch.no_grad():
         return tr.engine.model(input_ids=source, attention_mask=torch.ones_like(source), decoder_input_ids=fed,
                         **kwargs)
@@ -127,7 +127,7 @@ def test_positional_encoding_and_embeddings_are_what_the_encoder_adds(hf, name):
         handle.remove()
         bias_handle and bias_handle.remove()
     S = len(out.source_ids)
-    x = torch.from_numpy(out.source_embeddings + out.positional_encoding[:S])
+    x = torch.from_numpy(out.source_embeddings + out.positional_encoding[:S]).to(tr.device)
     if hasattr(encoder, "layernorm_embedding"):
         x = encoder.layernorm_embedding(x)
     torch.testing.assert_close(x, seen["x"], atol=1e-5, rtol=0)
@@ -136,7 +136,7 @@ def test_positional_encoding_and_embeddings_are_what_the_encoder_adds(hf, name):
     if name == "t5":
         assert not out.positional_encoding.any()
         assert out.position_bias.shape == (tr.config.n_heads, S, S)
-        np.testing.assert_allclose(out.position_bias, seen["bias"].numpy(), atol=1e-6)
+        np.testing.assert_allclose(out.position_bias, seen["bias"].cpu().numpy(), atol=1e-6)
         assert out.decoder_position_bias.shape[1:] == (len(out.output_ids),) * 2
     else:
         assert out.position_bias is None and out.positional_encoding.any()
@@ -199,7 +199,7 @@ def test_captured_weights_equal_transformers_output_attentions(hf, name):
         theirs = {"encoder_self": ref.encoder_attentions, "decoder_self": ref.decoder_attentions,
                   "cross": ref.cross_attentions}
         for kind in KINDS:
-            expected = torch.cat(theirs[kind]).numpy()                 # (layers, H, Q, K)
+            expected = torch.cat(theirs[kind]).cpu().numpy()           # (layers, H, Q, K)
             np.testing.assert_allclose(out.attention.get(kind), expected, atol=1e-5, rtol=0)
         probs = torch.softmax(ref.logits[0], -1)
         assert [s.prob for s in out.steps] == pytest.approx(
@@ -250,7 +250,8 @@ def test_head_mask_zeroes_that_heads_slice_before_the_projection(hf, name):
     for kind, layer, head in (("encoder_self", 0, 1), ("decoder_self", 1, 2), ("cross", 0, 3)):
         out = tr.translate(text, target=reference, head_mask={(kind, layer, head)})
         model = _ablated_copy(tr, kind, layer, head)
-        source, fed = torch.tensor([out.source_ids]), torch.tensor([tr.engine.tokenizer.piece_ids(out.target_tokens)])
+        source = torch.tensor([out.source_ids], device=tr.device)
+        fed = torch.tensor([tr.engine.tokenizer.piece_ids(out.target_tokens)], device=tr.device)
         with torch.no_grad():
             logits = model(input_ids=source, attention_mask=torch.ones_like(source), decoder_input_ids=fed).logits
         probs = torch.softmax(logits[0], -1)

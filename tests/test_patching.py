@@ -37,7 +37,8 @@ def hf(hf_dirs):
 
 def forced_logits(tr, source_ids, fed_ids):
     with torch.no_grad():
-        return tr.engine.teacher_forced(torch.tensor([source_ids]), None, torch.tensor([fed_ids]))[0]   # (T, V)
+        return tr.engine.teacher_forced(torch.tensor([source_ids], device=tr.device), None,
+                                        torch.tensor([fed_ids], device=tr.device))[0]   # (T, V)
 
 
 def full_copies(tr):
@@ -123,7 +124,7 @@ def test_step_rules(tiny, en_de):
     corrupt_logits = forced_logits(en_de, same.corrupt_source_ids, same.fed_ids)
     assert corrupt_logits.argmax(-1).tolist() == output
     runner_up = corrupt_logits.topk(2, dim=-1).indices[:, 1]
-    rows = torch.arange(len(output))
+    rows = torch.arange(len(output), device=corrupt_logits.device)
     change = ((clean_logits[rows, output] - clean_logits[rows, runner_up])
               - (corrupt_logits[rows, output] - corrupt_logits[rows, runner_up])).abs()
     assert (same.step, same.corrupt_piece_id) == (int(change.argmax()), int(runner_up[change.argmax()]))
@@ -176,9 +177,9 @@ def reference(tr, res):
                    for kind, module, fn in hooks]
         try:
             with torch.no_grad():
-                src = torch.tensor([source_ids])
+                src = torch.tensor([source_ids], device=tr.device)
                 logits = model(input_ids=src, attention_mask=torch.ones_like(src),
-                               decoder_input_ids=torch.tensor([res.fed_ids]), use_cache=False).logits[0]
+                               decoder_input_ids=torch.tensor([res.fed_ids], device=tr.device), use_cache=False).logits[0]
         finally:
             for h in handles:
                 h.remove()

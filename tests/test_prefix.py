@@ -60,7 +60,7 @@ def test_another_prefix_decodes_on_greedily_and_steps_carry_the_models_probabili
     for step in out.steps[2:]:
         assert step.token == step.top_k[0][0]
     # the prefix steps carry the model's probability of the forced pieces and its own top-k
-    source = torch.tensor([out.source_ids])
+    source = torch.tensor([out.source_ids], device=en_de.device)
     probs = torch.softmax(forced_logits(en_de.engine.model, source, None, en_de.engine.tokenizer.piece_ids(prefix)), -1)
     for t in range(2):
         assert out.steps[t].prob == pytest.approx(probs[t, out.output_ids[t]].item(), abs=1e-5)
@@ -98,7 +98,7 @@ def test_beam_with_a_prefix(en_de):
     final = out.beam[step][index]
     assert final.finished and final.pieces == out.output_tokens and step == T - 1
     # the score sums log p of the pieces after the prefix, the length penalty counts them (as generate())
-    source = torch.tensor([out.source_ids])
+    source = torch.tensor([out.source_ids], device=en_de.device)
     logp = torch.log_softmax(forced_logits(en_de.engine.model, source, None, out.output_ids), -1)
     after = sum(logp[t, out.output_ids[t]].item() for t in range(P, T))
     assert final.score == pytest.approx(after / length_normalizer(T - P, alpha), abs=1e-4)
@@ -124,7 +124,7 @@ def off_path(tr, text):
 
 def test_beam_prefix_in_a_batch_row_is_what_every_hypothesis_starts_with(tiny):
     from transformer.decoding import beam_search
-    source = torch.tensor([tiny.encode_source(TINY_SENTENCE)[0]])
+    source = torch.tensor([tiny.encode_source(TINY_SENTENCE)[0]], device=tiny.device)
     alt = off_path(tiny, TINY_SENTENCE)
     prefix = tiny.engine.tokenizer.piece_ids([alt])
     result = beam_search(tiny.engine.model, source, None, 3, 20, record=True, prefix=prefix)[0]
@@ -138,7 +138,7 @@ def test_captured_attention_is_a_teacher_forced_recomputation(tiny, beam_size):
     for sentence in [TINY_SENTENCE] + random_sentences(2, seed=5):
         out = tiny.translate(sentence, prefix=prefix, beam_size=beam_size)
         assert out.output_tokens[0] == prefix[0]
-        source = torch.tensor([out.source_ids])
+        source = torch.tensor([out.source_ids], device=tiny.device)
         with torch.no_grad(), capture() as recorder:
             logits = forced_logits(tiny.engine.model, source, source != 0, out.output_ids)
         forced = trace_from(recorder, tiny.config, len(out.source_ids), len(out.output_ids))
@@ -251,9 +251,9 @@ def generate_ids(tr, text, prefix_ids, model=None, **kwargs) -> list[int]:
     """transformers' generate() from the decoder start token followed by the prefix ids; outputs
     after the start token, up to the first end token."""
     model = model or tr.engine.model
-    enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
+    enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt").to(model.device)
     start = model.generation_config.decoder_start_token_id
-    fed = torch.tensor([[start] + list(prefix_ids)])
+    fed = torch.tensor([[start] + list(prefix_ids)], device=model.device)
     ids = model.generate(**enc, decoder_input_ids=fed, do_sample=False, **tr.engine.langs.overrides,
                          **kwargs)[0, 1:].tolist()
     eos = model.generation_config.eos_token_id
@@ -271,8 +271,8 @@ def branch(tr, text):
 
 
 def forced_pass(tr, out, **kwargs):
-    source = torch.tensor([out.source_ids])
-    fed = torch.tensor([tr.engine.tokenizer.piece_ids(out.target_tokens)])
+    source = torch.tensor([out.source_ids], device=tr.device)
+    fed = torch.tensor([tr.engine.tokenizer.piece_ids(out.target_tokens)], device=tr.device)
     with torch.no_grad():
         return tr.engine.model(input_ids=source, attention_mask=torch.ones_like(source), decoder_input_ids=fed, **kwargs)
 
@@ -314,8 +314,8 @@ def test_hf_prefix_greedy_and_beam_equal_generate_from_the_same_decoder_input(hf
         step, index = beam.beam_final
         final = beam.beam[step][index]
         assert final.pieces == beam.output_tokens
-        enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
-        fed = torch.tensor([[tr.engine.model.generation_config.decoder_start_token_id] + ids])
+        enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt").to(tr.device)
+        fed = torch.tensor([[tr.engine.model.generation_config.decoder_start_token_id] + ids], device=tr.device)
         theirs = tr.engine.model.generate(**enc, decoder_input_ids=fed, num_beams=4, do_sample=False, output_scores=True,
                                    return_dict_in_generate=True, max_new_tokens=max_len - P, **tr.engine.langs.overrides)
         assert final.score == pytest.approx(float(theirs.sequences_scores[0]), abs=1e-4)
@@ -356,7 +356,7 @@ def test_hf_captured_weights_with_a_prefix_equal_transformers_output_attentions(
         theirs = {"encoder_self": ref.encoder_attentions, "decoder_self": ref.decoder_attentions,
                   "cross": ref.cross_attentions}
         for kind in KINDS:
-            np.testing.assert_allclose(out.attention.get(kind), torch.cat(theirs[kind]).numpy(), atol=1e-5, rtol=0)
+            np.testing.assert_allclose(out.attention.get(kind), torch.cat(theirs[kind]).cpu().numpy(), atol=1e-5, rtol=0)
         probs = torch.softmax(ref.logits[0], -1)
         assert [s.prob for s in out.steps] == pytest.approx(
             [probs[t, i].item() for t, i in enumerate(out.output_ids)], abs=1e-5)

@@ -32,8 +32,8 @@ def forced_residuals(tr, text: str, output_ids=None) -> tuple[dict, torch.Tensor
     """Every residual point of one teacher-forced pass (B = 1) over tr's own greedy output."""
     source_ids = tr.encode_source(text)[0]
     output_ids = output_ids or tr.translate(text, capture=False).output_ids
-    source = torch.tensor([source_ids])
-    fed = torch.tensor([[tr.engine.start_id] + output_ids[:-1]])
+    source = torch.tensor([source_ids], device=tr.device)
+    fed = torch.tensor([[tr.engine.start_id] + output_ids[:-1]], device=tr.device)
     with torch.no_grad(), capture(residual=True) as recorder:
         tr.engine.teacher_forced(source, None, fed)
     return {name: recorder.residual_stream(name) for name in recorder.residuals}, source, fed
@@ -52,7 +52,7 @@ def manual_residuals(model: Transformer, source, fed) -> dict:
         x = out[f"encoder.{i}.resid_post"] = sub(layer.feed_forward_block, x, layer.feed_forward)
     memory = out["encoder.final_norm"] = model.encoder_norm(x)
     T = fed.shape[1]
-    causal = torch.ones(T, T, dtype=torch.bool).tril()[None, None]
+    causal = torch.ones(T, T, dtype=torch.bool, device=fed.device).tril()[None, None]
     x = model._embed(fed, model.target_embedding)
     for i, layer in enumerate(model.decoder_layers):
         out[f"decoder.{i}.resid_pre"] = x
@@ -68,7 +68,8 @@ def manual_residuals(model: Transformer, source, fed) -> dict:
 @pytest.mark.parametrize("which", ["tiny", "pre-LN", "post-LN"])
 def test_ours_every_point_equals_a_manual_recomputation(tiny, which):
     model = tiny.engine.model if which == "tiny" else random_model(which == "pre-LN")
-    source, fed = torch.tensor([[5, 6, 7, 8, 3]]), torch.tensor([[2, 11, 12, 13]])
+    on = next(model.parameters()).device                  # tiny's is ATLAS_TEST_DEVICE, the random ones the CPU
+    source, fed = torch.tensor([[5, 6, 7, 8, 3]], device=on), torch.tensor([[2, 11, 12, 13]], device=on)
     with torch.no_grad(), capture(residual=True) as recorder:
         logits = model(source, None, fed)
         expected = manual_residuals(model, source, fed)
@@ -183,16 +184,16 @@ def test_off_by_default_and_only_what_is_asked(tiny, hf, monkeypatch):
             tr.translate(text, capture=True)
             tr.translate(text, capture=True, beam_size=2)
             tr.translate(text, capture=False)
-            source = torch.tensor([tr.encode_source(text)[0]])
-            fed = torch.tensor([[tr.engine.start_id]])
+            source = torch.tensor([tr.encode_source(text)[0]], device=tr.device)
+            fed = torch.tensor([[tr.engine.start_id]], device=tr.device)
             with torch.no_grad(), capture() as recorder:
                 tr.engine.teacher_forced(source, None, fed)
             assert recorder.records and recorder.residuals == {}
         assert stored == [] and calls == []             # ours never even calls its residual HookPoints
         for tr, text in ((tiny, TINY_SENTENCE), (hf["marian"], SENTENCES[0])):
-            source = torch.tensor([tr.encode_source(text)[0]])
+            source = torch.tensor([tr.encode_source(text)[0]], device=tr.device)
             with torch.no_grad(), capture(attention=False, residual={"decoder.0.resid_mid_cross"}) as recorder:
-                tr.engine.teacher_forced(source, None, torch.tensor([[tr.engine.start_id]]))
+                tr.engine.teacher_forced(source, None, torch.tensor([[tr.engine.start_id]], device=tr.device))
                 assert not is_capturing()                   # no attention asked: ours keeps the fused path
             assert list(recorder.residuals) == ["decoder.0.resid_mid_cross"] and recorder.records == {}
     finally:
