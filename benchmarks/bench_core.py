@@ -84,8 +84,8 @@ def training_batches(tr: Translator, count: int):
     except FileNotFoundError:            # no data: sentences of Multi30k-like lengths
         src_text = [" ".join(["a man is riding a bike"] * (1 + i % 3)) for i in range(2000)]
         tgt_text = [" ".join(["ein Mann fährt Fahrrad"] * (1 + i % 3)) for i in range(2000)]
-    source = [ids[:127] + [3] for ids in tr.tokenizer.encode_batch(src_text)]
-    target = [ids[:127] for ids in tr.tokenizer.encode_batch(tgt_text)]
+    source = [ids[:127] + [3] for ids in tr.engine.tokenizer.encode_batch(src_text)]
+    target = [ids[:127] for ids in tr.engine.tokenizer.encode_batch(tgt_text)]
     batches = token_batches(source, target, 2500, torch.Generator().manual_seed(0))[:count]
     return [collate(b, source, target) for b in batches]
 
@@ -157,8 +157,8 @@ def main() -> None:
     # 2. cached vs recomputed greedy at exactly 30 output tokens
     source = torch.tensor([tr.encode_source(LONG_SENTENCE)[0]])
     with no_capture():
-        t = alternate({"cached": lambda: greedy_cached(tr.model, source, 30),
-                       "recomputed": lambda: greedy_recomputed(tr.model, source, 30)}, args.repeats)
+        t = alternate({"cached": lambda: greedy_cached(tr.engine.model, source, 30),
+                       "recomputed": lambda: greedy_recomputed(tr.engine.model, source, 30)}, args.repeats)
     rows.append(("recomputed / cached greedy, 30 tokens", f"{t['recomputed'] * 1e3:.1f} ms / {t['cached'] * 1e3:.1f} ms",
                  t["recomputed"] / t["cached"], ">= 2x"))
 

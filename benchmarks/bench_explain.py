@@ -50,7 +50,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     tr = Translator.load(args.model, device="cpu")
     out = tr.translate(args.sentence, capture=True)
-    fed = tr.tokenizer.piece_ids(out.target_tokens)         # the start piece, then output_ids[:-1]
+    fed = tr.engine.tokenizer.piece_ids(out.target_tokens)         # the start piece, then output_ids[:-1]
     fns = {
         "translate(capture=False)": lambda: tr.translate(args.sentence, capture=False),
         "translate(capture=True)": lambda: tr.translate(args.sentence, capture=True),

@@ -97,7 +97,7 @@ def main() -> None:
         path = build(Path(tmp), args.steps)
         tr = Translator.load(path, device="cpu")                  # eager attention, as the adapter loads it
         sdpa = AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=True, attn_implementation="sdpa").eval()
-    hf, model = tr.tokenizer.hf, tr.model
+    hf, model = tr.engine.tokenizer.hf, tr.engine.model
     enc = hf([SENTENCE], return_tensors="pt")
     memory_inputs = (enc.input_ids, enc.attention_mask)
 

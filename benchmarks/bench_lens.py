@@ -108,7 +108,7 @@ def lens_greedy(tr, sources, layer: int, size: int) -> list[str]:
                 break
             fed = torch.cat([fed, torch.where(done, e.pad_id, token)[:, None]], dim=1)
         for b, i in enumerate(chunk):
-            texts[i] = tr.tokenizer.decode(outputs[b])
+            texts[i] = tr.engine.tokenizer.decode(outputs[b])
     return texts
 
 

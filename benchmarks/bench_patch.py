@@ -70,7 +70,7 @@ def main() -> None:
     step_piece = res.output_tokens[res.step]
     report = {
         "model": args.model, "threads": args.threads, "clean": CLEAN, "corrupt": CORRUPT, "source_pieces": pieces,
-        "step": res.step, "clean_piece": step_piece, "corrupt_piece": tr.tokenizer.id_to_piece(res.corrupt_piece_id),
+        "step": res.step, "clean_piece": step_piece, "corrupt_piece": tr.engine.tokenizer.id_to_piece(res.corrupt_piece_id),
         "patched_runs": len(runs), "passes": len(passes), "sweep_s": sweep, "sweep_runs_s": times,
         "patched_batched_s": batched, "patched_one_pass_each_s": one_by_one,
         "load_before": load_before, "load_after": load_after}

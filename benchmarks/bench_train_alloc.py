@@ -29,8 +29,8 @@ def worker(batches: int, threads: int) -> None:
     torch.set_num_threads(threads)
     torch.manual_seed(0)
     tr = Translator.load(REPO / "pretrained" / "en-de", device="cpu")
-    src = [i[:127] + [3] for i in tr.tokenizer.encode_batch(read_split(DEFAULT_DATA_DIR, "train", "en")[:6000])]
-    tgt = [i[:127] for i in tr.tokenizer.encode_batch(read_split(DEFAULT_DATA_DIR, "train", "de")[:6000])]
+    src = [i[:127] + [3] for i in tr.engine.tokenizer.encode_batch(read_split(DEFAULT_DATA_DIR, "train", "en")[:6000])]
+    tgt = [i[:127] for i in tr.engine.tokenizer.encode_batch(read_split(DEFAULT_DATA_DIR, "train", "de")[:6000])]
     chosen = token_batches(src, tgt, 2500, torch.Generator().manual_seed(0))[: batches + 1]
     model = Transformer(tr.config).train()
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-4)

@@ -25,6 +25,10 @@ if str(REPO) not in sys.path:
 WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
 torch.set_num_threads(int(os.environ.get("ATLAS_TEST_THREADS", str(max(1, 2 // WORKERS)))))
 
+# The device every Translator the fixtures build runs on: cpu unless ATLAS_TEST_DEVICE names another
+# (`ATLAS_TEST_DEVICE=cuda pytest` runs the suite's models on the GPU; tests read it as `tr.device`)
+TEST_DEVICE = os.environ.get("ATLAS_TEST_DEVICE", "cpu")
+
 WORDS = ["red", "blue", "green", "dog", "cat", "man", "runs", "sits", "big", "small",
          "tree", "ball", "river", "girl", "jumps", "old"]
 
@@ -140,7 +144,7 @@ def train_tiny(norm_first: bool = True, steps: int = 450, seed: int = 0, tie: bo
                 if step >= steps:
                     break
     model.eval()
-    return Translator(model, tokenizer, card={"name": "tiny reverse"}, device="cpu"), losses
+    return Translator(model, tokenizer, card={"name": "tiny reverse"}, device=TEST_DEVICE), losses
 
 
 @pytest.fixture(scope="session")
@@ -154,10 +158,10 @@ def tiny(tmp_path_factory):
     with file_lock(root / "tiny-reverse.lock"):
         if not losses_file.exists():
             trained, losses = train_tiny()
-            save_model_dir(folder, trained.model, trained.tokenizer, card={"name": "tiny reverse"},
+            save_model_dir(folder, trained.engine.model, trained.engine.tokenizer, card={"name": "tiny reverse"},
                            dtype=torch.float32)
             losses_file.write_text(json.dumps(losses))
-    translator = Translator.load(folder, device="cpu")
+    translator = Translator.load(folder, device=TEST_DEVICE)
     translator.train_losses = json.loads(losses_file.read_text())
     return translator
 
@@ -167,7 +171,7 @@ def tiny_dir(tiny, tmp_path_factory):
     """The tiny model written as a model directory (fp32 so round trips are exact)."""
     from transformer.checkpoint import save_model_dir
     path = tmp_path_factory.mktemp("models") / "xx-yy"
-    save_model_dir(path, tiny.model, tiny.tokenizer, card={"name": "tiny reverse", "scores": {}},
+    save_model_dir(path, tiny.engine.model, tiny.engine.tokenizer, card={"name": "tiny reverse", "scores": {}},
                    dtype=torch.float32)
     return path
 
@@ -180,17 +184,17 @@ def translator():
     from atlas_ui.server.settings import DEFAULT_MODEL, models_dir
     from transformer import Translator
     models = find_models(str(models_dir()))
-    return Translator.load(models[DEFAULT_MODEL if DEFAULT_MODEL in models else next(iter(models))], device="cpu")
+    return Translator.load(models[DEFAULT_MODEL if DEFAULT_MODEL in models else next(iter(models))], device=TEST_DEVICE)
 
 
 def _pretrained(name: str):
     from transformer import Translator
-    return Translator.load(REPO / "pretrained" / name, device="cpu")
+    return Translator.load(REPO / "pretrained" / name, device=TEST_DEVICE)
 
 
 @pytest.fixture(scope="module")
 def en_de():
-    """Our shipped en-de model on the CPU, loaded once per module (what one module does to it no other sees)."""
+    """Our shipped en-de model on TEST_DEVICE, loaded once per module (what one module does to it no other sees)."""
     return _pretrained("en-de")
 
 
@@ -271,7 +275,7 @@ class TinyModels(Mapping):
         """A fresh Translator over the shared directory, in the family's languages unless given."""
         from transformer import Translator
         source, target = self.languages(name)
-        kwargs = {"device": "cpu", "source_lang": source, "target_lang": target, **kwargs}
+        kwargs = {"device": TEST_DEVICE, "source_lang": source, "target_lang": target, **kwargs}
         return Translator.load(self[name], **kwargs)
 
     def copy(self, name: str, dest: Path) -> Path:

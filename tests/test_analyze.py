@@ -19,6 +19,7 @@ from transformer.analysis import head_importance as an
 from transformer.__main__ import main
 from transformer.training.data import resolve_data_dir
 from transformer.model import PAD_ID
+from transformer.interventions import gate_hooks, intervening
 
 REPO = Path(__file__).resolve().parents[1]
 MODEL = REPO / "pretrained" / "en-de"
@@ -66,12 +67,14 @@ def finished(data_dir, tmp_path_factory):
 
 
 def test_batched_ablation_loss_equals_per_sentence_translate(tr, data_dir):
-    corpus = an.Corpus(tr, data_dir, "val", max_tokens=150)       # several batches, with padding
+    # several batches, with padding, from either data set: 12 real val pairs make 5 batches of at most 60 tokens,
+    # the short FALLBACK pairs 3 (at 150 tokens they fit in 2: the batches count tokens, whatever the device)
+    corpus = an.Corpus(tr, data_dir, "val", max_tokens=60)
     assert len(corpus.batches) > 2
-    memories = an.encoder_memories(tr.model, corpus)
+    memories = an.encoder_memories(tr.engine.model, corpus)
     for head in (None, ("encoder_self", 1, 2), ("decoder_self", 0, 5), ("cross", 2, 3)):
-        batched = (an.corpus_loss(tr.model, corpus, None, memories) if head is None
-                   else an.ablated_loss(tr.model, corpus, head, memories))
+        batched = (an.corpus_loss(tr.engine.model, corpus, None, memories) if head is None
+                   else an.ablated_loss(tr.engine.model, corpus, head, memories))
         nll = []
         for source, reference in zip(corpus.sources, corpus.references):
             out = tr.translate(source, target=reference, capture=False, head_mask={head} if head else None)
@@ -88,7 +91,7 @@ def _sentence_tensors(corpus, b, row):
 
 def test_michel_importance_is_the_mean_absolute_per_sentence_gradient(tr, data_dir):
     corpus = an.Corpus(tr, data_dir, "val", max_tokens=150)
-    raw = an.michel_importance(tr.model, corpus)
+    raw = an.michel_importance(tr.engine.model, corpus)
     cfg = tr.config
     assert {k: v.shape for k, v in raw.items()} == {k: (n, cfg.n_heads) for k, n in an.layer_counts(cfg).items()}
     checks = [("encoder_self", 0, 1), ("decoder_self", 2, 6), ("cross", 1, 0)]
@@ -97,7 +100,8 @@ def test_michel_importance_is_the_mean_absolute_per_sentence_gradient(tr, data_d
         for row in range(batch[0].shape[0]):
             src, fed, gold = _sentence_tensors(corpus, b, row)
             gates = {k: torch.ones(n, cfg.n_heads, requires_grad=True) for k, n in an.layer_counts(cfg).items()}
-            loss = F.cross_entropy(tr.model(src, None, fed, None, gates)[0], gold[0], reduction="sum")
+            with intervening(gate_hooks(gates, every_module=True)):        # z * gate, as analyze gates
+                loss = F.cross_entropy(tr.engine.model(src, None, fed, None)[0], gold[0], reduction="sum")
             grads = dict(zip(gates, torch.autograd.grad(loss, list(gates.values()))))
             for kind, layer, head in checks:
                 explicit[(kind, layer, head)] += abs(float(grads[kind][layer, head]))
@@ -112,16 +116,16 @@ def test_michel_importance_is_the_mean_absolute_per_sentence_gradient(tr, data_d
 def test_michel_importance_matches_a_finite_difference(tr, data_dir):
     corpus = an.Corpus(tr, data_dir, "val", limit=1)
     kind, layer, head = "cross", 0, 3
-    raw = an.michel_importance(tr.model, corpus)[kind][layer, head]
-    model = copy.deepcopy(tr.model).double()
+    raw = an.michel_importance(tr.engine.model, corpus)[kind][layer, head]
+    model = copy.deepcopy(tr.engine.model).double()
     src, fed, gold = corpus.batches[0]
     counts, eps = an.layer_counts(tr.config), 1e-4
     losses = []
     for sign in (1, -1):
         gates = {k: torch.ones(n, tr.config.n_heads, dtype=torch.float64) for k, n in counts.items()}
         gates[kind][layer, head] += sign * eps
-        with torch.no_grad():
-            losses.append(float(F.cross_entropy(model(src, None, fed, None, gates)[0], gold[0], reduction="sum")))
+        with torch.no_grad(), intervening(None, gates):                     # head_mask's own channel
+            losses.append(float(F.cross_entropy(model(src, None, fed, None)[0], gold[0], reduction="sum")))
     assert raw == pytest.approx(abs(losses[0] - losses[1]) / (2 * eps), rel=1e-3)
 
 

@@ -120,8 +120,10 @@ def test_default_run_shows_translated_example(translator):
     np.testing.assert_allclose(z.sum(axis=1), 1.0, atol=1e-3)
     params = at.query_params
     assert params["view"] == ["Heatmap"] or params["view"] == "Heatmap"
-    # the sidebar shows the device and the card's scores
-    assert any("### Status\n\nDevice: CPU" in md.value for md in at.sidebar.markdown)
+    # the sidebar shows the device the app picked (its first: the GPU where there is one) and the card's scores
+    from atlas_ui.runs.translation import available_devices
+    shown = "GPU" if available_devices()[0].startswith("cuda") else "CPU"
+    assert any(f"### Status\n\nDevice: {shown}" in md.value for md in at.sidebar.markdown)
     if translator.card.get("scores"):
         test16 = translator.card["scores"]["test_2016_flickr"]["greedy"]["bleu"]
         assert any(f"| test16 greedy | {test16:.1f} |" in md.value for md in at.sidebar.markdown), "card scores"

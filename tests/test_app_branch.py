@@ -158,7 +158,7 @@ def test_a_stale_or_bad_branch_link_opens_the_plain_translation_and_says_why(tra
     original = translator.translate(EN, top_k=10)
     candidates = {p for p, _ in original.steps[1].top_k}
     outsider = next(p for p in ("▁Katze", "▁Zebra", "▁Haus", "▁Auto") if p not in candidates
-                    and translator.tokenizer.piece_ids([p]))
+                    and translator.engine.tokenizer.piece_ids([p]))
     for link, why in ((f"{original.output_tokens[0]} {outsider}", "not among the model"),
                       ("▁Ein ▁Qxqzzvv", "not a piece"),
                       (" ".join(["▁Ein"] * 200), "more than max")):

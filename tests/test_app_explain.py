@@ -213,7 +213,7 @@ def test_t5_is_explained_like_the_others(hf_dirs, tmp_path, monkeypatch):
     folder.mkdir()
     hf_dirs.copy("t5", folder / "t5")
     assert explain_unavailable(Translator.load(folder / "t5", device="cpu")) is None
-    assert "gpt2" in explain_unavailable(SimpleNamespace(engine=SimpleNamespace(family="gpt2")))
+    assert "gpt2" in explain_unavailable(SimpleNamespace(engine=SimpleNamespace(family="gpt2", explainable=False)))
     monkeypatch.setenv("ATLAS_MODELS_DIR", str(folder))
     at = started(None, model="t5", norm="1", kind="cross")
     assert at.radio(key="norm").value is True

@@ -51,7 +51,7 @@ start, errors, families, codes = threading.Barrier(4), [], [], []
 def load(path):
     start.wait()
     try:
-        families.append({load}.family)
+        families.append({load}.engine.family)
     except Exception as exc:
         errors.append(repr(exc))
 def languages():
@@ -99,7 +99,7 @@ from transformer.hf.load import _offline, read_config
 paths = [Path(p) for p in {[str(hf_models / name) for name in FAMILIES]!r}]
 calls = [lambda p=p: read_config(p).model_type for p in paths] * 2 + [
     lambda: language_options(str(paths[2]))[0][0], lambda: hf.HFEngine.__name__,
-    lambda: Translator.load(paths[0], device="cpu").family, lambda: _offline()]
+    lambda: Translator.load(paths[0], device="cpu").engine.family, lambda: _offline()]
 start, errors, done = threading.Barrier(len(calls)), [], []
 def run(call):
     start.wait()

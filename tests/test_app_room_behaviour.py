@@ -193,7 +193,7 @@ def test_source_pieces_file_round_trips_and_limits_the_neighbours(en_de, tmp_pat
     from transformer.analysis.neighbours import nearest_pieces, source_ids, source_side_ids, write_source_pieces
     sentences = ["A horse runs.", "Two horses jump over a fence.", "A dog sits on a red blanket."]
     record = write_source_pieces(tmp_path, en_de, sentences, "three test sentences")
-    seen = sorted({i for ids in en_de.tokenizer.encode_batch(sentences) for i in ids})
+    seen = sorted({i for ids in en_de.engine.tokenizer.encode_batch(sentences) for i in ids})
     assert source_side_ids(tmp_path).tolist() == seen and record["pieces_seen"] == len(seen)
     assert (tmp_path / "source_pieces.json").stat().st_size < 4000, "small enough to ship beside a model"
     horse = source_ids(en_de, ["▁horse"])
@@ -253,6 +253,6 @@ def test_the_source_pieces_command_reads_the_source_side_of_the_data_dir(en_de, 
         with gzip.open(data / f"train.{lang}.gz", "wt", encoding="utf-8") as handle:
             handle.write("\n".join(lines) + "\n")
     assert main(["source-pieces", str(model), "--data-dir", str(data)]) == 0
-    seen = sorted({i for ids in en_de.tokenizer.encode_batch(english) for i in ids})
+    seen = sorted({i for ids in en_de.engine.tokenizer.encode_batch(english) for i in ids})
     assert source_side_ids(model).tolist() == seen, "the English side only, never the German"
     assert json.loads((model / "source_pieces.json").read_text())["data"] == "Multi30k train.en (2 sentences)"

@@ -34,9 +34,9 @@ def test_t5_opened_without_languages_takes_its_first_translation_task(t5_models)
     tr = Translator.load(t5_models / "t5", device="cpu")
     assert (tr.source_lang, tr.target_lang) == ("en", "de")           # not the summary task listed first
     out = tr.translate(SENTENCE)
-    prefix = tr.tokenizer.hf("translate English to German: " + SENTENCE).input_ids
+    prefix = tr.engine.tokenizer.hf("translate English to German: " + SENTENCE).input_ids
     assert out.source_ids == prefix, "the encoder reads the task's prefix, then the sentence"
-    assert out.source_tokens[:3] == tr.tokenizer.pieces(prefix[:3])
+    assert out.source_tokens[:3] == tr.engine.tokenizer.pieces(prefix[:3])
     assert out.text.strip()
     assert tr.card["source_lang"] == "en" and tr.card["target_lang"] == "de"
 
@@ -45,7 +45,7 @@ def test_t5_with_one_language_takes_the_task_that_agrees(t5_models):
     tr = Translator.load(t5_models / "t5", device="cpu", target_lang="ro")
     assert (tr.source_lang, tr.target_lang) == ("en", "ro")
     out = tr.translate(SENTENCE)
-    assert out.source_ids == tr.tokenizer.hf("translate English to Romanian: " + SENTENCE).input_ids
+    assert out.source_ids == tr.engine.tokenizer.hf("translate English to Romanian: " + SENTENCE).input_ids
 
 
 def test_t5_without_a_translation_task_is_a_value_error_naming_its_config(t5_models):

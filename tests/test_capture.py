@@ -56,7 +56,7 @@ def test_captured_weights_reproduce_every_attention_output(tiny):
         key_value = args[1]
         calls.setdefault(module, []).append((key_value.detach().clone(), output.detach().clone()))
 
-    modules = [m for m in tiny.model.modules() if isinstance(m, MultiHeadAttention)]
+    modules = [m for m in tiny.engine.model.modules() if isinstance(m, MultiHeadAttention)]
     handles = [m.register_forward_hook(keep_io) for m in modules]
     try:
         out = tiny.translate(SENTENCE, capture=True)
@@ -76,7 +76,7 @@ def test_captured_weights_reproduce_every_attention_output(tiny):
         else:
             values = module.v_proj(records[0][0])                                      # (1, Tk, D)
         v = values.view(1, -1, H, dh).transpose(1, 2)[0]                               # (H, Tk, dh)
-        weights = torch.from_numpy(att.get(module.kind)[layer])                        # (H, Tq, Tk)
+        weights = torch.from_numpy(att.get(module.kind)[layer]).to(v.device)          # (H, Tq, Tk)
         for step, (_, produced) in enumerate(records):
             rows = weights if module.kind == "encoder_self" else weights[:, step:step + 1]
             if module.kind == "decoder_self":
@@ -95,9 +95,9 @@ def test_captured_weights_reproduce_every_attention_output(tiny):
 def test_cached_decoding_equals_one_teacher_forced_pass(tiny):
     for sentence in random_sentences(4, seed=11):
         out = tiny.translate(sentence, capture=True)
-        source = torch.tensor([out.source_ids])
+        source = torch.tensor([out.source_ids], device=tiny.device)
         with torch.no_grad(), capture() as recorder:
-            logits = forced_logits(tiny.model, source, source != 0, out.output_ids)
+            logits = forced_logits(tiny.engine.model, source, source != 0, out.output_ids)
         assert logits.argmax(-1).tolist() == out.output_ids
         forced = trace_from(recorder, tiny.config, len(out.source_ids), len(out.output_ids))
         for kind in ("encoder_self", "decoder_self", "cross"):
@@ -129,7 +129,7 @@ def test_capture_state_is_per_call_and_always_reset(tiny):
         pass
     assert not is_capturing()
     # nothing about a call is left on the model's modules
-    for module in tiny.model.modules():
+    for module in tiny.engine.model.modules():
         for name, value in vars(module).items():
             if name.startswith("_") or name == "training":
                 continue

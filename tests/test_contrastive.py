@@ -58,13 +58,13 @@ def rms_norm_in_float64(norm):
 
 def finite_differences(tr, out, step, alternative):
     family = tr.engine.family
-    model = copy.deepcopy(tr.model).double().eval()
+    model = copy.deepcopy(tr.engine.model).double().eval()
     for module in model.modules():
         if type(module).__name__ == "T5LayerNorm":
             rms_norm_in_float64(module)
-    ids = tr.tokenizer.piece_ids
-    source = torch.tensor([ids(out.source_tokens)])
-    fed = torch.tensor([ids(out.target_tokens[: step + 1])])
+    ids = tr.engine.tokenizer.piece_ids
+    source = torch.tensor([ids(out.source_tokens)], device=tr.device)
+    fed = torch.tensor([ids(out.target_tokens[: step + 1])], device=tr.device)
     a, b = ids([out.output_tokens[step], alternative])
 
     def margin(call, index, factor):

@@ -17,9 +17,9 @@ def test_beam_size_one_equals_greedy(tiny):
         beam = tiny.translate(sentence, beam_size=1, length_penalty=1.0)
         assert beam.output_tokens == greedy.output_tokens
     from transformer.decoding import beam_search, greedy_decode
-    source = torch.tensor([tiny.encode_source(SENTENCES[0])[0]])
-    tokens, _ = greedy_decode(tiny.model, source, source != 0, 20)
-    result = beam_search(tiny.model, source, source != 0, 1, 20)[0]
+    source = torch.tensor([tiny.encode_source(SENTENCES[0])[0]], device=tiny.device)
+    tokens, _ = greedy_decode(tiny.engine.model, source, source != 0, 20)
+    result = beam_search(tiny.engine.model, source, source != 0, 1, 20)[0]
     assert result.output_ids == tokens[0].tolist()
 
 
@@ -43,8 +43,8 @@ def test_beam_search_record_and_scores(tiny):
     final = out.beam[step][index]
     assert final.pieces == out.output_tokens
     # the score is sum log p / ((5 + len) / 6) ** alpha, recomputed from a forced pass
-    source = torch.tensor([out.source_ids])
-    logp = torch.log_softmax(forced_logits(tiny.model, source, source != 0, out.output_ids), -1)
+    source = torch.tensor([out.source_ids], device=tiny.device)
+    logp = torch.log_softmax(forced_logits(tiny.engine.model, source, source != 0, out.output_ids), -1)
     total = sum(logp[t, i].item() for t, i in enumerate(out.output_ids))
     assert final.score == pytest.approx(total / length_normalizer(len(out.output_ids), alpha), abs=1e-4)
     assert final.score == pytest.approx(total / ((5 + len(out.output_ids)) / 6) ** alpha, abs=1e-4)
@@ -78,11 +78,11 @@ def test_forced_decoding(tiny):
     source = "red dog runs"
     target = "dog runs red blue"
     out = tiny.translate(source, target=target, top_k=4)
-    assert out.output_tokens == tiny.tokenizer.encode_pieces(target) + ["</s>"]
+    assert out.output_tokens == tiny.engine.tokenizer.encode_pieces(target) + ["</s>"]
     assert out.target_tokens == ["<s>"] + out.output_tokens[:-1]
     assert out.forced
-    logits = forced_logits(tiny.model, torch.tensor([out.source_ids]), torch.tensor([out.source_ids]) != 0,
-                           out.output_ids)
+    source = torch.tensor([out.source_ids], device=tiny.device)
+    logits = forced_logits(tiny.engine.model, source, source != 0, out.output_ids)
     probs = torch.softmax(logits, -1)
     for t, step in enumerate(out.steps):
         assert step.prob == pytest.approx(probs[t, out.output_ids[t]].item(), abs=1e-6)
@@ -157,7 +157,7 @@ def test_bad_head_mask_raises(tiny, bad):
 def test_kv_cache_grows_by_one_and_cross_keys_are_computed_once(tiny):
     calls = {"cross": [], "decoder_self": []}
     handles = []
-    for layer in tiny.model.decoder_layers:
+    for layer in tiny.engine.model.decoder_layers:
         for module in (layer.cross_attention, layer.self_attention):
             handles.append(module.k_proj.register_forward_hook(
                 lambda m, args, out, kind=module.kind: calls[kind].append(args[0].shape[1])))

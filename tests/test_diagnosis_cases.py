@@ -98,7 +98,7 @@ def test_function_words_are_deleted_and_scored_but_never_flagged_or_put_back(en_
     assert signals.may_be_left_out.tolist() == [d and not f for d, f in zip(signals.deleted, function)]
     assert not any(function[w] for w in signals.insertion)              # and nothing is put back for them
     assert "\u2581bike" in [words[w] for w in signals.insertion]
-    f = features(signals, item, special, lexicon, en_de.tokenizer.id_to_piece)
+    f = features(signals, item, special, lexicon, en_de.engine.tokenizer.id_to_piece)
     weights = diagnosis_weights(en_de)
     shown, lined_up = word_scores(weights, f, "source"), word_scores(weights, f, "source", function_words=False)
     out = en_de.translate(BIKE, target="Ein Mann fährt.", diagnose=True, capture=False)

@@ -41,8 +41,9 @@ def _bigram_translator():
         return src, src != 0
 
     engine = SimpleNamespace(special_ids={0, 1, 2}, pad_id=0, start_id=1, batch=batch,
-                             teacher_forced=lambda src, keep, fed, gates: logits[fed])     # (B, T, V)
-    return SimpleNamespace(engine=engine, tokenizer=SimpleNamespace(id_to_piece=VOCAB.get),
+                             teacher_forced=lambda src, keep, fed: logits[fed],             # (B, T, V)
+                             tokenizer=SimpleNamespace(id_to_piece=VOCAB.get))
+    return SimpleNamespace(engine=engine,
                            device=torch.device("cpu"), config=SimpleNamespace(max_target_len=16))
 
 

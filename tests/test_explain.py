@@ -31,7 +31,7 @@ def post_ln(en_de):
         for name, p in model.named_parameters():
             if name.endswith("bias") or ".norm." in name:
                 p.add_(torch.randn_like(p) * 0.1)
-    return Translator(model, en_de.tokenizer, device="cpu")
+    return Translator(model, en_de.engine.tokenizer, device=en_de.device)
 
 
 def _explained(tr, **kwargs):
@@ -65,7 +65,7 @@ def _attention_io(tr, **kwargs):
     def keep(module, args, output):
         calls.setdefault(module, []).append((args[1].detach().clone(), output.detach().clone()))
 
-    modules = [m for m in tr.model.modules() if isinstance(m, MultiHeadAttention)]
+    modules = [m for m in tr.engine.model.modules() if isinstance(m, MultiHeadAttention)]
     handles = [m.register_forward_hook(keep) for m in modules]
     try:
         out = tr.translate(SENTENCE, explain=True, **kwargs)
@@ -92,28 +92,28 @@ def test_norm_vectors_sum_to_each_attention_output_of_the_real_run(en_de):
             kv, produced = records[0][0][0], records[0][1][0]
         v = module.v_proj(kv).view(-1, H, D // H).transpose(0, 1)                      # (H, Tk, dh)
         f = torch.einsum("hkd,ehd->hke", v, module.out_proj.weight.view(D, H, -1))     # (H, Tk, D)
-        alpha = torch.from_numpy(out.attention.get(kind)[layer])                        # (H, Tq, Tk)
+        alpha = torch.from_numpy(out.attention.get(kind)[layer]).to(f.device)          # (H, Tq, Tk)
         total = torch.einsum("hij,hjd->id", alpha, f) + module.out_proj.bias
         assert (total - produced).abs().max().item() <= 1e-5, (kind, layer)
         norms = alpha * f.norm(dim=-1)[:, None, :]
-        np.testing.assert_allclose(ex.get_norm(kind)[layer], norms.numpy(), atol=1e-4, rtol=1e-4)
+        np.testing.assert_allclose(ex.get_norm(kind)[layer], norms.cpu().numpy(), atol=1e-4, rtol=1e-4)
         if kind == "cross":                   # Kobayashi et al.'s layer-level score: heads summed first
             layer_score = torch.einsum("hij,hjd->ijd", alpha, f).norm(dim=-1)
-            np.testing.assert_allclose(ex.norm_cross_layer[layer], layer_score.numpy(), atol=1e-4, rtol=1e-4)
+            np.testing.assert_allclose(ex.norm_cross_layer[layer], layer_score.cpu().numpy(), atol=1e-4, rtol=1e-4)
 
 
 def _block_outputs(tr, source_ids, fed_ids):
     """The real model's attention sublayer outputs (residual and norm included) in one forced pass."""
     outputs = []
     blocks = []
-    for layer in tr.model.encoder_layers:
+    for layer in tr.engine.model.encoder_layers:
         blocks.append(layer.attention_block)
-    for layer in tr.model.decoder_layers:
+    for layer in tr.engine.model.decoder_layers:
         blocks += [layer.self_attention_block, layer.cross_attention_block]
     handles = [b.register_forward_hook(lambda m, a, o: outputs.append(o[0].detach().clone())) for b in blocks]
     try:
         with torch.no_grad():
-            tr.model(torch.tensor([source_ids]), None, torch.tensor([fed_ids]))
+            tr.engine.model(torch.tensor([source_ids], device=tr.device), None, torch.tensor([fed_ids], device=tr.device))
     finally:
         for h in handles:
             h.remove()
@@ -126,7 +126,8 @@ def test_alti_parts_sum_to_each_block_output_of_the_model(which, en_de, post_ln)
     out = tr.translate(SENTENCE, max_len=12)
     fed = [BOS_ID] + out.output_ids[:-1]
     real = _block_outputs(tr, out.source_ids, fed)
-    parts = decompose(model_view(tr), torch.tensor([out.source_ids]), torch.tensor([fed]), keep_blocks=True)
+    parts = decompose(model_view(tr), torch.tensor([out.source_ids], device=tr.device), torch.tensor([fed], device=tr.device),
+                      keep_blocks=True)
     assert len(parts.blocks) == len(real)
     S = len(out.source_ids)
     for block, y in zip(parts.blocks, real):
@@ -187,16 +188,17 @@ def test_saliency_equals_one_backward_per_step_through_the_model(en_de):
             output.retain_grad()
             looked_up.append(output)
 
-        handle = en_de.model.source_embedding.register_forward_hook(keep)
+        handle = en_de.engine.model.source_embedding.register_forward_hook(keep)
         try:
-            logits = en_de.model(torch.tensor([out.source_ids]), None, torch.tensor([fed]))[0]
+            logits = en_de.engine.model(torch.tensor([out.source_ids], device=en_de.device), None,
+                                         torch.tensor([fed], device=en_de.device))[0]
             torch.log_softmax(logits[t], -1)[out.output_ids[t]].backward()
         finally:
             handle.remove()
-            en_de.model.zero_grad(set_to_none=True)
+            en_de.engine.model.zero_grad(set_to_none=True)
         src, tgt = ((e.grad[0] * e[0]).abs().sum(-1).detach() for e in looked_up)   # scale cancels
-        np.testing.assert_allclose(ex.saliency_source[t], (src / src.sum()).numpy(), atol=1e-5)
-        np.testing.assert_allclose(ex.saliency_prefix[t], (tgt / tgt.sum()).numpy(), atol=1e-5)
+        np.testing.assert_allclose(ex.saliency_source[t], (src / src.sum()).cpu().numpy(), atol=1e-5)
+        np.testing.assert_allclose(ex.saliency_prefix[t], (tgt / tgt.sum()).cpu().numpy(), atol=1e-5)
         share = float(src.sum() / (src.sum() + tgt.sum()))
         assert abs(ex.saliency_source_share[t] - share) <= 1e-5
 
@@ -258,8 +260,9 @@ def test_perturbation_and_rank_correlation(en_de):
 
 
 def test_an_unknown_family_is_refused_with_a_clear_message():
+    from transformer.hf.view import model_view as hf_view
     with pytest.raises(ValueError, match="gpt2.*supported: .*t5"):
-        model_view(SimpleNamespace(engine=SimpleNamespace(family="gpt2")))
+        hf_view(SimpleNamespace(config=SimpleNamespace(model_type="gpt2")))
 
 
 # ---- Hugging Face: BART-like families (Marian post-LN, NLLB pre-LN), tiny models built here -------
@@ -284,8 +287,8 @@ def test_marian_parts_sum_to_its_post_ln_block_outputs(hf_tiny):
     the per-token parts plus the bias must rebuild."""
     tr = hf_tiny["marian"]
     out = tr.translate(SENTENCE, max_len=12)
-    fed = tr.tokenizer.piece_ids(out.target_tokens)
-    enc, dec = tr.model.get_encoder(), tr.model.get_decoder()
+    fed = tr.engine.tokenizer.piece_ids(out.target_tokens)
+    enc, dec = tr.engine.model.get_encoder(), tr.engine.model.get_decoder()
     norms = [l.self_attn_layer_norm for l in enc.layers]
     for layer in dec.layers:
         norms += [layer.self_attn_layer_norm, layer.encoder_attn_layer_norm]
@@ -293,11 +296,13 @@ def test_marian_parts_sum_to_its_post_ln_block_outputs(hf_tiny):
     handles = [n.register_forward_hook(lambda m, a, o: real.append(o[0].detach().clone())) for n in norms]
     try:
         with torch.no_grad():
-            tr.model(input_ids=torch.tensor([out.source_ids]), decoder_input_ids=torch.tensor([fed]))
+            tr.engine.model(input_ids=torch.tensor([out.source_ids], device=tr.device),
+                            decoder_input_ids=torch.tensor([fed], device=tr.device))
     finally:
         for h in handles:
             h.remove()
-    parts = decompose(model_view(tr), torch.tensor([out.source_ids]), torch.tensor([fed]), keep_blocks=True)
+    parts = decompose(model_view(tr), torch.tensor([out.source_ids], device=tr.device), torch.tensor([fed], device=tr.device),
+                      keep_blocks=True)
     assert len(parts.blocks) == len(real)
     for block, y in zip(parts.blocks, real):
         assert (block.parts.sum(1) + block.bias - y).abs().max().item() <= 1e-4, (block.kind, block.layer)

@@ -27,15 +27,15 @@ HF_NAMES = ("marian", "bart", "nllb", "mbart50")            # post-LN, post-LN, 
 def _layers(tr):
     """Per attention layer (in forward order): kind, layer, attention module, its block's norm,
     and the names of its v / output projections."""
-    if not tr.is_hf:
-        m, rows = tr.model, []
+    if tr.engine.family == "ours":
+        m, rows = tr.engine.model, []
         for i, l in enumerate(m.encoder_layers):
             rows.append(("encoder_self", i, l.self_attention, l.attention_block.norm))
         for i, l in enumerate(m.decoder_layers):
             rows += [("decoder_self", i, l.self_attention, l.self_attention_block.norm),
                      ("cross", i, l.cross_attention, l.cross_attention_block.norm)]
         return rows, "v_proj", "out_proj"
-    enc, dec, rows = tr.model.get_encoder(), tr.model.get_decoder(), []
+    enc, dec, rows = tr.engine.model.get_encoder(), tr.engine.model.get_decoder(), []
     for i, l in enumerate(enc.layers):
         rows.append(("encoder_self", i, l.self_attn, l.self_attn_layer_norm))
     for i, l in enumerate(dec.layers):
@@ -65,13 +65,13 @@ def _record(tr, source_ids, fed_ids):
         handles.append(attention.register_forward_hook(
             lambda m, a, k, o, key=key: on_attention(key, m, a, k, o), with_kwargs=True))
         handles.append(norm.register_forward_pre_hook(lambda m, a, key=key: on_norm(key, m, a)))
-    src, fed = torch.tensor([source_ids]), torch.tensor([fed_ids])
+    src, fed = torch.tensor([source_ids], device=tr.device), torch.tensor([fed_ids], device=tr.device)
     try:
         with capture() as recorder:
-            if tr.is_hf:
-                tr.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=fed)
+            if tr.engine.family != "ours":
+                tr.engine.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=fed)
             else:
-                tr.model(src, None, fed)
+                tr.engine.model(src, None, fed)
     finally:
         for h in handles:
             h.remove()
@@ -85,6 +85,7 @@ def _authors_layer(r, pre_ln: bool, with_biases: bool = True) -> torch.Tensor:
     """One layer's contributions (Tq, Tk'), the authors' way, in float64."""
     d = torch.float64
     alpha, att, norm = r["alpha"].to(d), r["attention"], r["norm"]
+    on = alpha.device                                       # the model's device (ATLAS_TEST_DEVICE)
     H, Tq, Tk = alpha.shape
     v = (r["kv"].to(d) @ att.v_proj.weight.to(d).T + att.v_proj.bias.to(d)).view(Tk, H, -1).transpose(0, 1)
     w_o = att.out_proj.weight.to(d).T.reshape(H, -1, att.out_proj.weight.shape[0])    # (H, dh, D)
@@ -94,14 +95,14 @@ def _authors_layer(r, pre_ln: bool, with_biases: bool = True) -> torch.Tensor:
     if r["kind"] == "cross":
         out_qv = torch.cat([moved, residual[:, None]], dim=1)
     else:
-        out_qv = moved + torch.einsum("qk,qd->qkd", torch.eye(Tq, dtype=d), residual)
+        out_qv = moved + torch.einsum("qk,qd->qkd", torch.eye(Tq, dtype=d, device=on), residual)
     if pre_ln:
         transformed, resultant = out_qv, out_qv.sum(1) + b_o * with_biases
     else:
         D = b_o.shape[0]
         ln_in = r["ln"].to(d)
         std = (ln_in.var(-1, unbiased=False) + norm.eps).sqrt()[:, None, None]       # (Tq, 1, 1)
-        centre = torch.eye(D, dtype=d) - torch.full((D, D), 1.0 / D, dtype=d)
+        centre = torch.eye(D, dtype=d, device=on) - torch.full((D, D), 1.0 / D, dtype=d, device=on)
         l_transform = lambda x: x @ centre @ torch.diag(norm.weight.to(d))           # noqa: E731
         transformed = l_transform(out_qv) / std
         resultant = transformed.sum(1)
@@ -136,14 +137,14 @@ def _compare(tr, pre_ln: bool):
     formula with the biases left out (the convention this replaced)."""
     out = tr.translate(SENTENCE, max_len=10, explain=True)
     ex = out.explanation
-    fed = tr.tokenizer.piece_ids(out.target_tokens)
+    fed = tr.engine.tokenizer.piece_ids(out.target_tokens)
     records = _record(tr, out.source_ids, fed)
     ours = np.concatenate([ex.source_contribution, ex.prefix_contribution], axis=1)
-    enc, total = (t.numpy() for t in authors_alti(records, pre_ln))
+    enc, total = (t.cpu().numpy() for t in authors_alti(records, pre_ln))
     _, no_bias = authors_alti(records, pre_ln, with_biases=False)
     assert ex.logits_check <= 1e-4
     return (float(np.abs(ours - total).max()), float(np.abs(ex.encoder_contribution - enc).max()),
-            float(np.abs(ours - no_bias.numpy()).max()))
+            float(np.abs(ours - no_bias.cpu().numpy()).max()))
 
 
 def test_shipped_en_de_matches_the_authors_definition(en_de):
@@ -164,7 +165,7 @@ def test_our_post_ln_model_with_random_biases_and_gains(en_de):
                 torch.nn.init.normal_(module.weight, mean=1.0, std=0.3)
             if isinstance(module, (torch.nn.LayerNorm, torch.nn.Linear)) and module.bias is not None:
                 torch.nn.init.normal_(module.bias, std=0.3)
-    tr = Translator(model, en_de.tokenizer, device="cpu")
+    tr = Translator(model, en_de.engine.tokenizer, device="cpu")
     total, enc, no_bias = _compare(tr, pre_ln=False)
     assert total <= 1e-4 and enc <= 1e-4, (total, enc)
     assert no_bias >= 1e-3, no_bias
@@ -187,7 +188,7 @@ def hf_random(hf_dirs, tmp_path_factory):
 def test_hugging_face_families_match_the_authors_definition(hf_random, name):
     tr = hf_random[name]
     assert tr.config.norm_first == (name in ("nllb", "mbart50"))
-    biases = [m.bias for m in tr.model.modules() if isinstance(m, torch.nn.LayerNorm)]
+    biases = [m.bias for m in tr.engine.model.modules() if isinstance(m, torch.nn.LayerNorm)]
     assert min(float(b.detach().abs().max()) for b in biases) > 0.1          # really not the defaults
     total, enc, no_bias = _compare(tr, pre_ln=tr.config.norm_first)
     assert total <= 1e-4 and enc <= 1e-4, (name, total, enc)

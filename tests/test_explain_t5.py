@@ -24,7 +24,7 @@ def t5(hf_dirs, tmp_path_factory):
     folders = {"t5": folder, "t5_v11": randomise_biases(v11)}
     loaded = {name: Translator.load(f, device="cpu", source_lang="en", target_lang="de") for name, f in folders.items()}
     c = loaded["t5_v11"].config
-    assert c.n_heads * c.d_head != c.d_model and loaded["t5_v11"].model.config.is_gated_act
+    assert c.n_heads * c.d_head != c.d_model and loaded["t5_v11"].engine.model.config.is_gated_act
     return loaded
 
 
@@ -42,7 +42,7 @@ def _real_pass(tr, source_ids, fed_ids):
     """One forced pass of the HF model: per sublayer the attention's query / key-value input,
     its output, the sublayer's output (residual included) and the weights it computed."""
     seen, handles = {}, []
-    for kind, layer, sub, att in _sublayers(tr.model):
+    for kind, layer, sub, att in _sublayers(tr.engine.model):
         def on_att(m, args, kwargs, output, key=(kind, layer)):
             q = kwargs.get("hidden_states", args[0] if args else None)
             kv = kwargs.get("key_value_states")
@@ -54,7 +54,7 @@ def _real_pass(tr, source_ids, fed_ids):
     src, fed = torch.tensor([source_ids]), torch.tensor([fed_ids])
     try:
         with capture() as recorder:
-            tr.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=fed)
+            tr.engine.model(input_ids=src, attention_mask=torch.ones_like(src), decoder_input_ids=fed)
     finally:
         for h in handles:
             h.remove()
@@ -70,13 +70,13 @@ def test_norm_vectors_and_parts_sum_to_each_sublayer_output(t5, name):
     rebuild each sublayer's output, residual included."""
     tr = t5[name]
     out = tr.translate(SENTENCE, max_len=10, explain=True)
-    ex, fed = out.explanation, tr.tokenizer.piece_ids(out.target_tokens)
+    ex, fed = out.explanation, tr.engine.tokenizer.piece_ids(out.target_tokens)
     real = _real_pass(tr, out.source_ids, fed)
     parts = decompose(model_view(tr), torch.tensor([out.source_ids]), torch.tensor([fed]), keep_blocks=True)
     assert [(b.kind, b.layer) for b in parts.blocks] == list(real)
     H = tr.config.n_heads
     with torch.no_grad():
-        for (kind, layer, _, att), block in zip(_sublayers(tr.model), parts.blocks):
+        for (kind, layer, _, att), block in zip(_sublayers(tr.engine.model), parts.blocks):
             r = real[(kind, layer)]
             v = att.v(r["kv"]).view(-1, H, att.key_value_proj_dim).transpose(0, 1)          # (H, Tk, dh)
             f = torch.einsum("hkd,ehd->hke", v, att.o.weight.view(-1, H, att.key_value_proj_dim))   # (H, Tk, D)
@@ -115,7 +115,7 @@ def test_saliency_equals_one_backward_per_step_through_the_model(t5, name):
     then decoder)."""
     tr = t5[name]
     out = tr.translate(SENTENCE, max_len=8, explain=True)
-    ex, fed = out.explanation, tr.tokenizer.piece_ids(out.target_tokens)
+    ex, fed = out.explanation, tr.engine.tokenizer.piece_ids(out.target_tokens)
     src = torch.tensor([out.source_ids])
     for t in (0, len(fed) - 1):
         looked_up = []
@@ -123,16 +123,16 @@ def test_saliency_equals_one_backward_per_step_through_the_model(t5, name):
         def keep(module, args, output):
             output.retain_grad()
             looked_up.append(output)
-        lookups = {id(m): m for m in (tr.model.encoder.embed_tokens, tr.model.decoder.embed_tokens)}
+        lookups = {id(m): m for m in (tr.engine.model.encoder.embed_tokens, tr.engine.model.decoder.embed_tokens)}
         handles = [m.register_forward_hook(keep) for m in lookups.values()]
         try:
-            logits = tr.model(input_ids=src, attention_mask=torch.ones_like(src),
+            logits = tr.engine.model(input_ids=src, attention_mask=torch.ones_like(src),
                               decoder_input_ids=torch.tensor([fed])).logits[0]
             torch.log_softmax(logits[t], -1)[out.output_ids[t]].backward()
         finally:
             for h in handles:
                 h.remove()
-            tr.model.zero_grad(set_to_none=True)
+            tr.engine.model.zero_grad(set_to_none=True)
         s, p = ((e.grad[0] * e[0]).abs().sum(-1).detach() for e in looked_up)
         np.testing.assert_allclose(ex.saliency_source[t], (s / s.sum()).numpy(), atol=1e-5)
         np.testing.assert_allclose(ex.saliency_prefix[t], (p / p.sum()).numpy(), atol=1e-5)

@@ -25,9 +25,9 @@ def _one_at_a_time(tr, rows):
         for r in rows:
             src = torch.tensor([r.source_ids], device=tr.device)
             fed = torch.tensor([r.fed_ids], device=tr.device)
-            logits = tr.engine.teacher_forced(src, None, fed, None)[0].float()        # (T, V)
+            logits = tr.engine.teacher_forced(src, None, fed)[0].float()        # (T, V)
             lp = torch.log_softmax(logits, -1)[torch.arange(len(r.output_ids)), torch.tensor(r.output_ids)]
-            out.append(lp.numpy().astype(np.float64))
+            out.append(lp.cpu().numpy().astype(np.float64))
     return out
 
 
@@ -79,8 +79,8 @@ def test_rows_that_repeat_a_source_encode_it_once_unless_a_capture_records(trans
         rows = [Row(out.source_ids, [tr.engine.start_id] + out.output_ids[:-1], out.output_ids)] * 3
         forced_pass(tr, rows, chosen_log_probs)
         assert encoded[-1] == 1
-        src = torch.tensor([out.source_ids] * 3)
-        fed = torch.tensor([rows[0].fed_ids] * 3)
+        src = torch.tensor([out.source_ids] * 3, device=tr.device)
+        fed = torch.tensor([rows[0].fed_ids] * 3, device=tr.device)
         with torch.inference_mode(), capture():
             tr.engine.teacher_forced(src, None, fed)
         assert encoded[-1] == 3

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import random_sentences, reverse
+from conftest import TEST_DEVICE, random_sentences, reverse
 from transformer.analysis.alignment import links_from_scores, piece_links, text_words, to_words
 from transformer.analysis.aligner import map_names, pair_words
 from transformer.analysis.corpus_pass import corpus_pass
@@ -17,6 +17,10 @@ from transformer.analysis.head_roles import RoleCounts, _roles_table
 
 REPO = Path(__file__).resolve().parents[1]
 END = 3                                              # the synthetic vocabulary's </s>
+# ALTI+ of a padded batch against each pair alone: 1e-4 on the CPU; CUDA's kernels, chosen by shape (batched
+# and padded, or one pair), round differently and ALTI's L1 distances and rollout magnify it (3.3e-4 seen on an
+# H200), so on a GPU (ATLAS_TEST_DEVICE) 1e-3
+ALTI_TOL = 1e-4 if TEST_DEVICE == "cpu" else 1e-3
 
 
 def _one_hot(rows: list[int], width: int) -> np.ndarray:
@@ -91,9 +95,9 @@ def test_corpus_pass_equals_explain_one_at_a_time_and_padding_changes_nothing(ti
         np.testing.assert_allclose(cross, out.attention.cross, atol=1e-5)
         np.testing.assert_allclose(encoder, out.attention.encoder_self, atol=1e-5)
         np.testing.assert_allclose(norm, out.explanation.norm_cross_layer, atol=1e-4)
-        np.testing.assert_allclose(alti, out.explanation.source_contribution, atol=1e-4)
+        np.testing.assert_allclose(alti, out.explanation.source_contribution, atol=ALTI_TOL)
         for a, b in zip(batched[r], single[r][0]):
-            np.testing.assert_allclose(a, b, atol=1e-4)
+            np.testing.assert_allclose(a, b, atol=ALTI_TOL)
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +170,7 @@ def test_translate_align_uses_the_method_head_roles_json_names(heads_run):
     assert all(0 <= j < len(free.output_tokens) for _, j in free.alignment)
     with pytest.raises(ValueError):
         tr.translate(source, align=True, encoder_layer=0)
-    assert Translator(tr.model, tr.tokenizer, device="cpu").head_roles is None  # no directory: none
+    assert Translator(tr.engine.model, tr.engine.tokenizer, device="cpu").head_roles is None  # no directory: none
 
 
 def _alti_mutual(tr, source: str, out) -> list:

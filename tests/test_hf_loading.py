@@ -130,4 +130,4 @@ def test_language_codes_are_checked(hf_dirs, tmp_path):
     with pytest.raises(ValueError, match=r"config\.json: no T5 task for .en. -> .xx."):
         Translator.load(hf_dirs["t5"], source_lang="en", target_lang="xx")
     t5 = Translator.load(hf_dirs["t5"], source_lang="en", target_lang="fr")      # built-in prefix
-    assert t5.translate("A dog.", max_len=2).source_tokens[0] == t5.tokenizer.hf.tokenize("translate")[0]
+    assert t5.translate("A dog.", max_len=2).source_tokens[0] == t5.engine.tokenizer.hf.tokenize("translate")[0]

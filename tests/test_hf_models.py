@@ -16,7 +16,7 @@ from conftest import REPO
 from hf_tiny import LANGUAGES
 from transformer import Translator
 from transformer.capture import is_capturing
-from transformer.hf.hooks import current_gates
+from transformer.interventions import current as current_interventions
 
 FAMILIES = ["marian", "m2m100", "nllb", "mbart50", "bart", "t5"]
 SENTENCES = ["A man is riding a bike.", "Two dogs play in the snow.", "A girl in a red dress.",
@@ -32,18 +32,18 @@ def hf(hf_dirs):
 def generate_ids(tr, text, **kwargs) -> list[int]:
     """transformers' own generate() on the same encoder input; outputs after the start token,
     up to the first end token."""
-    enc = tr.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
-    ids = tr.model.generate(**enc, do_sample=False, **tr.engine.langs.overrides, **kwargs)[0, 1:].tolist()
-    eos = tr.model.generation_config.eos_token_id
+    enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt").to(tr.device)
+    ids = tr.engine.model.generate(**enc, do_sample=False, **tr.engine.langs.overrides, **kwargs)[0, 1:].tolist()
+    eos = tr.engine.model.generation_config.eos_token_id
     return ids[: ids.index(eos) + 1] if eos in ids else ids
 
 
 def forced_pass(tr, out, **kwargs):
     """transformers' full forward, teacher-forced over the pieces the decoder was fed."""
-    source = torch.tensor([out.source_ids])
-    fed = torch.tensor([tr.tokenizer.piece_ids(out.target_tokens)])
+    source = torch.tensor([out.source_ids], device=tr.device)
+    fed = torch.tensor([tr.engine.tokenizer.piece_ids(out.target_tokens)], device=tr.device)
     with torch.no_grad():
-        return tr.model(input_ids=source, attention_mask=torch.ones_like(source), decoder_input_ids=fed,
+        return tr.engine.model(input_ids=source, attention_mask=torch.ones_like(source), decoder_input_ids=fed,
                         **kwargs)
 
 
@@ -52,12 +52,12 @@ def forced_pass(tr, out, **kwargs):
 def test_loads_as_the_one_translator_with_our_field_names(hf, name):
     tr = hf[name]
     assert type(tr) is Translator and type(tr.engine).__name__ == "HFEngine"
-    assert tr.engine.family == tr.model.config.model_type != "ours"
-    c, hc = tr.config, tr.model.config
+    assert tr.engine.family == tr.engine.model.config.model_type != "ours"
+    c, hc = tr.config, tr.engine.model.config
     assert (c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff) == (32, 4, 2, 2, 64)
     assert c.vocab_size == hc.vocab_size and c.max_source_len >= 128 and c.max_target_len >= 128
     assert c.norm_first == (name not in ("marian", "bart"))
-    assert tr.device == torch.device("cpu") and tr.model.config._attn_implementation == "eager"
+    assert tr.device == torch.device("cpu") and tr.engine.model.config._attn_implementation == "eager"
     assert {"name", "family", "path"} <= set(tr.card) and tr.card["family"] == hc.model_type
     assert (tr.source_lang, tr.target_lang) == LANGUAGES.get(name, ("en", "de") if name == "marian" else ("", ""))
 
@@ -73,12 +73,12 @@ def test_our_model_directories_open_as_before():
 @pytest.mark.parametrize("name", FAMILIES)
 def test_tokens_shapes_masks_and_rows(hf, name):
     tr = hf[name]
-    hft = tr.tokenizer.hf
+    hft = tr.engine.tokenizer.hf
     out = tr.translate(SENTENCES[0], top_k=3)
     S, T, c = len(out.source_tokens), len(out.output_tokens), tr.config
     assert out.source_ids == hft(tr.engine.langs.prefix + SENTENCES[0]).input_ids
     assert out.source_tokens == hft.convert_ids_to_tokens(out.source_ids)
-    start = tr.model.generation_config.decoder_start_token_id
+    start = tr.engine.model.generation_config.decoder_start_token_id
     assert out.target_tokens[0] == hft.convert_ids_to_tokens(start)
     assert out.target_tokens[1:] == out.output_tokens[:-1] and len(out.steps) == T
     if name in LANGUAGES and name != "t5":          # the language code is the first output piece
@@ -108,7 +108,7 @@ def test_positional_encoding_and_embeddings_are_what_the_encoder_adds(hf, name):
     """The first encoder layer's input is f(source_embeddings + positional_encoding[:S]),
     f = BART's embedding LayerNorm or identity; T5 adds nothing and shows its relative bias."""
     tr = hf[name]
-    encoder = tr.model.get_encoder()
+    encoder = tr.engine.model.get_encoder()
     seen = {}
 
     def keep_input(module, args):
@@ -127,7 +127,7 @@ def test_positional_encoding_and_embeddings_are_what_the_encoder_adds(hf, name):
         handle.remove()
         bias_handle and bias_handle.remove()
     S = len(out.source_ids)
-    x = torch.from_numpy(out.source_embeddings + out.positional_encoding[:S])
+    x = torch.from_numpy(out.source_embeddings + out.positional_encoding[:S]).to(tr.device)
     if hasattr(encoder, "layernorm_embedding"):
         x = encoder.layernorm_embedding(x)
     torch.testing.assert_close(x, seen["x"], atol=1e-5, rtol=0)
@@ -136,7 +136,7 @@ def test_positional_encoding_and_embeddings_are_what_the_encoder_adds(hf, name):
     if name == "t5":
         assert not out.positional_encoding.any()
         assert out.position_bias.shape == (tr.config.n_heads, S, S)
-        np.testing.assert_allclose(out.position_bias, seen["bias"].numpy(), atol=1e-6)
+        np.testing.assert_allclose(out.position_bias, seen["bias"].cpu().numpy(), atol=1e-6)
         assert out.decoder_position_bias.shape[1:] == (len(out.output_ids),) * 2
     else:
         assert out.position_bias is None and out.positional_encoding.any()
@@ -149,7 +149,7 @@ def test_greedy_and_beam_equal_generate(hf, name):
     for text in SENTENCES:
         greedy = tr.translate(text, capture=False)
         assert greedy.output_ids == generate_ids(tr, text, num_beams=1)
-        assert greedy.text == tr.tokenizer.hf.decode(greedy.output_ids, skip_special_tokens=True)
+        assert greedy.text == tr.engine.tokenizer.hf.decode(greedy.output_ids, skip_special_tokens=True)
         for k in (2, 4):
             beam = tr.translate(text, beam_size=k, capture=False)
             assert beam.output_ids == generate_ids(tr, text, num_beams=k), (text, k)
@@ -177,8 +177,8 @@ def test_beam_history_and_score(hf, name):
     step, index = out.beam_final
     final = out.beam[step][index]
     assert final.finished and final.pieces == out.output_tokens
-    enc = tr.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
-    theirs = tr.model.generate(**enc, num_beams=k, do_sample=False, output_scores=True,
+    enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
+    theirs = tr.engine.model.generate(**enc, num_beams=k, do_sample=False, output_scores=True,
                                return_dict_in_generate=True, **tr.engine.langs.overrides)
     assert final.score == pytest.approx(float(theirs.sequences_scores[0]), abs=1e-4)
     # steps and attention describe the returned hypothesis
@@ -199,7 +199,7 @@ def test_captured_weights_equal_transformers_output_attentions(hf, name):
         theirs = {"encoder_self": ref.encoder_attentions, "decoder_self": ref.decoder_attentions,
                   "cross": ref.cross_attentions}
         for kind in KINDS:
-            expected = torch.cat(theirs[kind]).numpy()                 # (layers, H, Q, K)
+            expected = torch.cat(theirs[kind]).cpu().numpy()           # (layers, H, Q, K)
             np.testing.assert_allclose(out.attention.get(kind), expected, atol=1e-5, rtol=0)
         probs = torch.softmax(ref.logits[0], -1)
         assert [s.prob for s in out.steps] == pytest.approx(
@@ -212,10 +212,10 @@ def test_forced_decoding(hf, name):
     tr = hf[name]
     source, reference = SENTENCES[0], "Ein Mann fährt Fahrrad."
     out = tr.translate(source, target=reference, top_k=4)
-    with tr.tokenizer.lock:
-        expected = tr.tokenizer.hf(text_target=reference).input_ids
+    with tr.engine.tokenizer.lock:
+        expected = tr.engine.tokenizer.hf(text_target=reference).input_ids
     assert out.output_ids == expected and out.forced
-    assert out.output_tokens == tr.tokenizer.hf.convert_ids_to_tokens(expected)
+    assert out.output_tokens == tr.engine.tokenizer.hf.convert_ids_to_tokens(expected)
     probs = torch.softmax(forced_pass(tr, out).logits[0], -1)
     for t, step in enumerate(out.steps):
         assert step.prob == pytest.approx(probs[t, out.output_ids[t]].item(), abs=1e-5)
@@ -235,7 +235,7 @@ def test_forced_decoding(hf, name):
 # ---- ablation -----------------------------------------------------------------------------------------
 def _ablated_copy(tr, kind, layer, head):
     """Reference ablation: zero the output projection's input columns of that head (bias kept)."""
-    model = copy.deepcopy(tr.model)
+    model = copy.deepcopy(tr.engine.model)
     site = next(s for s in __import__("transformer.hf.arch", fromlist=["x"]).attention_sites(model)
                 if (s.kind, s.layer) == (kind, layer))
     with torch.no_grad():
@@ -250,7 +250,8 @@ def test_head_mask_zeroes_that_heads_slice_before_the_projection(hf, name):
     for kind, layer, head in (("encoder_self", 0, 1), ("decoder_self", 1, 2), ("cross", 0, 3)):
         out = tr.translate(text, target=reference, head_mask={(kind, layer, head)})
         model = _ablated_copy(tr, kind, layer, head)
-        source, fed = torch.tensor([out.source_ids]), torch.tensor([tr.tokenizer.piece_ids(out.target_tokens)])
+        source = torch.tensor([out.source_ids], device=tr.device)
+        fed = torch.tensor([tr.engine.tokenizer.piece_ids(out.target_tokens)], device=tr.device)
         with torch.no_grad():
             logits = model(input_ids=source, attention_mask=torch.ones_like(source), decoder_input_ids=fed).logits
         probs = torch.softmax(logits[0], -1)
@@ -289,7 +290,7 @@ def test_three_threads_get_serial_results(hf, name):
     tr = hf[name]
     jobs = [(SENTENCES[0], None), (SENTENCES[1], {("cross", 0, 1), ("encoder_self", 1, 0)}), (SENTENCES[3], None)]
     serial = [tr.translate(s, head_mask=m) for s, m in jobs]
-    hooks_before = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in tr.model.modules())
+    hooks_before = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in tr.engine.model.modules())
     barrier = threading.Barrier(len(jobs))
 
     def run(job):
@@ -303,8 +304,8 @@ def test_three_threads_get_serial_results(hf, name):
             assert out.output_ids == ref.output_ids
             for kind in KINDS:
                 np.testing.assert_allclose(out.attention.get(kind), ref.attention.get(kind), atol=1e-6)
-    hooks_after = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in tr.model.modules())
-    assert hooks_after == hooks_before and not is_capturing() and current_gates() is None
+    hooks_after = sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in tr.engine.model.modules())
+    assert hooks_after == hooks_before and not is_capturing() and current_interventions() is None
 
 
 @pytest.mark.parametrize("name", ["marian", "m2m100"])
@@ -316,13 +317,13 @@ def test_bad_text_and_truncation(hf, name):
     long = " ".join(["A man is riding a bike."] * 40)
     out = tr.translate(long, max_len=4)
     assert out.truncated and len(out.source_ids) == tr.config.max_source_len
-    assert out.source_ids[-1] == tr.tokenizer.hf.eos_token_id
+    assert out.source_ids[-1] == tr.engine.tokenizer.hf.eos_token_id
 
 
 def test_a_second_translator_over_the_same_model_does_not_record_twice(hf):
     tr = hf["marian"]
     from transformer.hf import HFEngine
-    other = Translator(HFEngine(tr.model, tr.tokenizer.hf, dict(tr.card), "cpu", tr.source_lang, tr.target_lang))
+    other = Translator(HFEngine(tr.engine.model, tr.engine.tokenizer.hf, dict(tr.card), "cpu", tr.source_lang, tr.target_lang))
     a, b = tr.translate(SENTENCES[0]), other.translate(SENTENCES[0])
     for kind in KINDS:
         np.testing.assert_array_equal(a.attention.get(kind), b.attention.get(kind))

@@ -69,15 +69,15 @@ def test_a_write_is_what_the_model_carries_on(tiny, hf):
     """The recorder sees the written tensor, at every kind of point (HF pre-LN mid points included)."""
     for tr in [tiny] + [hf[name] for name in ("mbart50", "m2m100", "marian", "t5")]:
         text = TINY_SENTENCE if tr is tiny else SENTENCE
-        source = torch.tensor([tr.encode_source(text)[0]])
-        fed = torch.tensor([[tr.engine.start_id, 5, 6]])
+        source = torch.tensor([tr.encode_source(text)[0]], device=tr.device)
+        fed = torch.tensor([[tr.engine.start_id, 5, 6]], device=tr.device)
         names = ["encoder.1.resid_mid_self", "decoder.0.resid_mid_cross", "decoder.1.resid_pre", "decoder.0.cross.z"]
         hooks = {n: (lambda name, x: torch.full_like(x, 0.25)) for n in names}
         with torch.no_grad(), intervening(hooks), capture(attention=False, residual=set(names)) as recorder:
             tr.engine.teacher_forced(source, None, fed)
         for name in names:
             torch.testing.assert_close(recorder.residual_stream(name), torch.full_like(recorder.residual_stream(name), 0.25),
-                                       atol=1e-6, rtol=0, msg=f"{tr.family} {name}")
+                                       atol=1e-6, rtol=0, msg=f"{tr.engine.family} {name}")
 
 
 def test_head_mask_equals_a_hook_zeroing_the_heads_z_ours(tiny):

@@ -63,7 +63,7 @@ def test_model_directory_round_trip(tiny, tiny_dir):
 def test_default_device_is_cuda_when_available(tiny_dir):
     loaded = Translator.load(tiny_dir)
     assert loaded.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
-    assert next(loaded.model.parameters()).device.type == loaded.device.type
+    assert next(loaded.engine.model.parameters()).device.type == loaded.device.type
 
 
 def copy_dir(src: Path, dst: Path) -> Path:

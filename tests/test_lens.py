@@ -65,14 +65,15 @@ def test_each_layer_reads_what_output_hidden_states_carries(hf, name):
     the last layer transformers gives the normed stream (pre-LN families), so compare its logits."""
     tr = hf[name]
     out = tr.translate(HF_TEXT, lens=True, beam_size=1)
-    source, fed = torch.tensor([out.source_ids]), torch.tensor([[tr.engine.start_id] + out.output_ids[:-1]])
+    source = torch.tensor([out.source_ids], device=tr.device)
+    fed = torch.tensor([[tr.engine.start_id] + out.output_ids[:-1]], device=tr.device)
     with torch.no_grad():
-        ref = tr.model(input_ids=source, decoder_input_ids=fed, output_hidden_states=True)
+        ref = tr.engine.model(input_ids=source, decoder_input_ids=fed, output_hidden_states=True)
         L = tr.config.n_decoder_layers
-        chosen = torch.tensor(out.output_ids)[:, None]
+        chosen = torch.tensor(out.output_ids, device=tr.device)[:, None]
         for i in range(L):
-            logits = ref.logits[0] if i == L - 1 else arch.read_out(tr.model, ref.decoder_hidden_states[i + 1][0])
-            p = torch.softmax(logits, -1).gather(1, chosen)[:, 0].numpy()
+            logits = ref.logits[0] if i == L - 1 else arch.read_out(tr.engine.model, ref.decoder_hidden_states[i + 1][0])
+            p = torch.softmax(logits, -1).gather(1, chosen)[:, 0].cpu().numpy()
             np.testing.assert_allclose(out.lens.chosen_prob[:, 3 * i + 2], p, atol=1e-5, rtol=0)
 
 
@@ -98,19 +99,20 @@ def test_an_earlier_encoder_layer_is_read_through_the_final_encoder_norm(model):
     on that memory by hand (ours: model.encode's pieces; HF: hidden_states[1] and arch.normed)."""
     tr, text = model
     out = tr.translate(text, encoder_layer=0, target=tr.translate(text).output_tokens)
-    source, fed = torch.tensor([out.source_ids]), torch.tensor([[tr.engine.start_id] + out.output_ids[:-1]])
+    source = torch.tensor([out.source_ids], device=tr.device)
+    fed = torch.tensor([[tr.engine.start_id] + out.output_ids[:-1]], device=tr.device)
     with torch.no_grad():
-        if tr.is_hf:
-            encoder = tr.model.get_encoder()
+        if tr.engine.family != "ours":
+            encoder = tr.engine.model.get_encoder()
             hidden = encoder(input_ids=source, output_hidden_states=True).hidden_states[1]
             from transformers.modeling_outputs import BaseModelOutput
             memory = BaseModelOutput(last_hidden_state=arch.normed(encoder, hidden))
-            logits = tr.model(encoder_outputs=memory, decoder_input_ids=fed).logits[0]
+            logits = tr.engine.model(encoder_outputs=memory, decoder_input_ids=fed).logits[0]
         else:
-            m = tr.model
+            m = tr.engine.model
             x = m.encoder_layers[0](m._embed(source, m.source_embedding), None)
             logits = m.decode(fed, m.encoder_norm(x), None)[0]
-    probs = torch.softmax(logits, -1).gather(1, torch.tensor(out.output_ids)[:, None])[:, 0].numpy()
+    probs = torch.softmax(logits, -1).gather(1, torch.tensor(out.output_ids, device=tr.device)[:, None])[:, 0].cpu().numpy()
     np.testing.assert_allclose([s.prob for s in out.steps], probs, atol=1e-5, rtol=0)
 
 

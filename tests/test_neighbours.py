@@ -24,15 +24,15 @@ def brute_force(matrix, query_ids, excluded, k):
 
 
 def special_ids(translator) -> set:
-    hf = getattr(translator.tokenizer, "hf", None)
+    hf = getattr(translator.engine.tokenizer, "hf", None)
     if hf is None:
         return {0, 1, 2, 3}
     return set(hf.all_special_ids) | set(getattr(hf, "lang_code_to_id", {}).values())
 
 
 def vocabulary_size(translator, matrix) -> int:
-    source = getattr(translator.tokenizer, "_source", None)
-    return min(matrix.shape[0], max(source) + 1 if source else len(translator.tokenizer))
+    source = getattr(translator.engine.tokenizer, "_source", None)
+    return min(matrix.shape[0], max(source) + 1 if source else len(translator.engine.tokenizer))
 
 
 @pytest.fixture(scope="module")
@@ -67,18 +67,18 @@ def test_exact_against_brute_force_hf(hf_models, family):
 
 
 def test_special_pieces_never_come_back(tiny):
-    found = nearest_pieces(tiny, [4], len(tiny.tokenizer))             # every candidate
+    found = nearest_pieces(tiny, [4], len(tiny.engine.tokenizer))             # every candidate
     pieces = {n.piece for n in found}
     assert not pieces & {"<pad>", "<unk>", "<s>", "</s>"}
     assert 4 not in {n.id for n in found}
-    assert len(found) == len(tiny.tokenizer) - 5                        # 4 specials and the piece itself
+    assert len(found) == len(tiny.engine.tokenizer) - 5                        # 4 specials and the piece itself
 
 
 def test_language_codes_are_not_neighbours(hf_models):
     for family in ("m2m100", "nllb", "mbart50"):
         tr = hf_models[family]
         found = nearest_pieces(tr, [source_ids(tr, tr.translate("A man.", capture=False).source_tokens)[1]], 10_000)
-        codes = set(tr.tokenizer.hf.all_special_ids)
+        codes = set(tr.engine.tokenizer.hf.all_special_ids)
         assert codes and not codes & {n.id for n in found}, family
 
 
@@ -89,9 +89,9 @@ def test_k_bounds(tiny):
     with pytest.raises(ValueError, match="no piece"):
         nearest_pieces(tiny, [], 3)
     with pytest.raises(ValueError, match="outside"):
-        nearest_pieces(tiny, [len(tiny.tokenizer)], 3)
+        nearest_pieces(tiny, [len(tiny.engine.tokenizer)], 3)
     assert len(nearest_pieces(tiny, 4, 1)) == 1
-    assert len(nearest_pieces(tiny, 4, 10 ** 6)) == len(tiny.tokenizer) - 5   # no more than there are
+    assert len(nearest_pieces(tiny, 4, 10 ** 6)) == len(tiny.engine.tokenizer) - 5   # no more than there are
 
 
 def test_word_start_keeps_whole_words(tiny):
@@ -117,10 +117,9 @@ def test_swap_word_makes_the_edited_sentence(tiny, hf_models):
 def test_special_ids_of_a_sentence_agree_with_the_whole_vocabulary_scan(tiny, hf_models):
     """swap_word asks only about a sentence's ids (no scan of the vocabulary on every swap); the
     answer must be the vocabulary scan's, for ours and every family, specials and plain ids alike."""
-    from transformer.analysis.neighbours import _special_among, _vocabulary
     for tr in [tiny, *(hf_models[family] for family in FAMILIES)]:
         size = vocabulary_size(tr, source_embedding_matrix(tr))
-        _, special = _vocabulary(tr, size)
+        _, special = tr.engine.source_vocabulary(size)
         ids = sorted(special)[:20] + list(range(size))[:60] + [size - 1]
-        assert _special_among(tr, ids) == {i for i in ids if i in special}, type(tr.tokenizer).__name__
-        assert _special_among(tr, ids) & special and set(ids) - special
+        assert tr.engine.source_special(ids) == {i for i in ids if i in special}, type(tr.engine.tokenizer).__name__
+        assert tr.engine.source_special(ids) & special and set(ids) - special

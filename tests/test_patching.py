@@ -37,7 +37,8 @@ def hf(hf_dirs):
 
 def forced_logits(tr, source_ids, fed_ids):
     with torch.no_grad():
-        return tr.engine.teacher_forced(torch.tensor([source_ids]), None, torch.tensor([fed_ids]))[0]   # (T, V)
+        return tr.engine.teacher_forced(torch.tensor([source_ids], device=tr.device), None,
+                                        torch.tensor([fed_ids], device=tr.device))[0]   # (T, V)
 
 
 def full_copies(tr):
@@ -72,7 +73,7 @@ def test_the_result_describes_both_forced_runs(en_de):
         "encoder_self": (c.n_encoder_layers, c.n_heads), "decoder_self": (c.n_decoder_layers, c.n_heads),
         "cross": (c.n_decoder_layers, c.n_heads)}
     # "fährt" against "reitet": after layer 0, the edited piece and the verb it tells apart carry it
-    bike, riding = (res.clean_source_ids.index(en_de.tokenizer.piece_ids([p])[0]) for p in ("▁bike", "▁riding"))
+    bike, riding = (res.clean_source_ids.index(en_de.engine.tokenizer.piece_ids([p])[0]) for p in ("▁bike", "▁riding"))
     assert set(np.argsort(res.encoder[0])[-2:].tolist()) == {bike, riding}
     assert np.isfinite(res.encoder).all() and all(np.isfinite(v).all() for v in res.heads.values())
 
@@ -123,7 +124,7 @@ def test_step_rules(tiny, en_de):
     corrupt_logits = forced_logits(en_de, same.corrupt_source_ids, same.fed_ids)
     assert corrupt_logits.argmax(-1).tolist() == output
     runner_up = corrupt_logits.topk(2, dim=-1).indices[:, 1]
-    rows = torch.arange(len(output))
+    rows = torch.arange(len(output), device=corrupt_logits.device)
     change = ((clean_logits[rows, output] - clean_logits[rows, runner_up])
               - (corrupt_logits[rows, output] - corrupt_logits[rows, runner_up])).abs()
     assert (same.step, same.corrupt_piece_id) == (int(change.argmax()), int(runner_up[change.argmax()]))
@@ -167,7 +168,7 @@ def modules(model):
 
 def reference(tr, res):
     """Clean and corrupt m, and m of every patched run, one plain forward pass each."""
-    model = tr.model
+    model = tr.engine.model
     layers, projections = modules(model)
     H = tr.config.n_heads
 
@@ -176,9 +177,9 @@ def reference(tr, res):
                    for kind, module, fn in hooks]
         try:
             with torch.no_grad():
-                src = torch.tensor([source_ids])
+                src = torch.tensor([source_ids], device=tr.device)
                 logits = model(input_ids=src, attention_mask=torch.ones_like(src),
-                               decoder_input_ids=torch.tensor([res.fed_ids]), use_cache=False).logits[0]
+                               decoder_input_ids=torch.tensor([res.fed_ids], device=tr.device), use_cache=False).logits[0]
         finally:
             for h in handles:
                 h.remove()

@@ -60,8 +60,8 @@ def test_another_prefix_decodes_on_greedily_and_steps_carry_the_models_probabili
     for step in out.steps[2:]:
         assert step.token == step.top_k[0][0]
     # the prefix steps carry the model's probability of the forced pieces and its own top-k
-    source = torch.tensor([out.source_ids])
-    probs = torch.softmax(forced_logits(en_de.model, source, None, en_de.tokenizer.piece_ids(prefix)), -1)
+    source = torch.tensor([out.source_ids], device=en_de.device)
+    probs = torch.softmax(forced_logits(en_de.engine.model, source, None, en_de.engine.tokenizer.piece_ids(prefix)), -1)
     for t in range(2):
         assert out.steps[t].prob == pytest.approx(probs[t, out.output_ids[t]].item(), abs=1e-5)
         assert out.steps[t].top_k[0][1] == pytest.approx(probs[t].max().item(), abs=1e-5)
@@ -70,7 +70,7 @@ def test_another_prefix_decodes_on_greedily_and_steps_carry_the_models_probabili
 
 
 def test_a_text_prefix_is_segmented_without_the_end_piece(en_de):
-    pieces = en_de.tokenizer.encode_pieces("Eine Frau")
+    pieces = en_de.engine.tokenizer.encode_pieces("Eine Frau")
     out = en_de.translate(EN, prefix="Eine Frau")
     assert out.prefix_length == len(pieces) and "</s>" not in pieces
     assert out.output_tokens[: len(pieces)] == pieces and out.output_tokens[-1] == "</s>"
@@ -98,8 +98,8 @@ def test_beam_with_a_prefix(en_de):
     final = out.beam[step][index]
     assert final.finished and final.pieces == out.output_tokens and step == T - 1
     # the score sums log p of the pieces after the prefix, the length penalty counts them (as generate())
-    source = torch.tensor([out.source_ids])
-    logp = torch.log_softmax(forced_logits(en_de.model, source, None, out.output_ids), -1)
+    source = torch.tensor([out.source_ids], device=en_de.device)
+    logp = torch.log_softmax(forced_logits(en_de.engine.model, source, None, out.output_ids), -1)
     after = sum(logp[t, out.output_ids[t]].item() for t in range(P, T))
     assert final.score == pytest.approx(after / length_normalizer(T - P, alpha), abs=1e-4)
     for t, s in enumerate(out.steps):                     # steps describe the returned hypothesis
@@ -108,7 +108,7 @@ def test_beam_with_a_prefix(en_de):
     # a beam of one is greedy, with a prefix too
     one = en_de.translate(EN, beam_size=1, prefix=prefix)
     from transformer.decoding import beam_search
-    assert beam_search(en_de.model, source, None, 1, 40, prefix=en_de.tokenizer.piece_ids(prefix))[0].output_ids \
+    assert beam_search(en_de.engine.model, source, None, 1, 40, prefix=en_de.engine.tokenizer.piece_ids(prefix))[0].output_ids \
         == one.output_ids
     # a prefix that ends the sentence is the whole output, in the beam too
     ended = en_de.translate(EN, beam_size=4, prefix=prefix + ["</s>"])
@@ -124,10 +124,10 @@ def off_path(tr, text):
 
 def test_beam_prefix_in_a_batch_row_is_what_every_hypothesis_starts_with(tiny):
     from transformer.decoding import beam_search
-    source = torch.tensor([tiny.encode_source(TINY_SENTENCE)[0]])
+    source = torch.tensor([tiny.encode_source(TINY_SENTENCE)[0]], device=tiny.device)
     alt = off_path(tiny, TINY_SENTENCE)
-    prefix = tiny.tokenizer.piece_ids([alt])
-    result = beam_search(tiny.model, source, None, 3, 20, record=True, prefix=prefix)[0]
+    prefix = tiny.engine.tokenizer.piece_ids([alt])
+    result = beam_search(tiny.engine.model, source, None, 3, 20, record=True, prefix=prefix)[0]
     assert result.output_ids[:1] == prefix
     assert all(h.pieces[:1] == prefix for step in result.history for h in step)
 
@@ -138,9 +138,9 @@ def test_captured_attention_is_a_teacher_forced_recomputation(tiny, beam_size):
     for sentence in [TINY_SENTENCE] + random_sentences(2, seed=5):
         out = tiny.translate(sentence, prefix=prefix, beam_size=beam_size)
         assert out.output_tokens[0] == prefix[0]
-        source = torch.tensor([out.source_ids])
+        source = torch.tensor([out.source_ids], device=tiny.device)
         with torch.no_grad(), capture() as recorder:
-            logits = forced_logits(tiny.model, source, source != 0, out.output_ids)
+            logits = forced_logits(tiny.engine.model, source, source != 0, out.output_ids)
         forced = trace_from(recorder, tiny.config, len(out.source_ids), len(out.output_ids))
         for kind in KINDS:
             assert out.attention.get(kind).shape == forced.get(kind).shape
@@ -250,10 +250,10 @@ def hf(hf_dirs):
 def generate_ids(tr, text, prefix_ids, model=None, **kwargs) -> list[int]:
     """transformers' generate() from the decoder start token followed by the prefix ids; outputs
     after the start token, up to the first end token."""
-    model = model or tr.model
-    enc = tr.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
+    model = model or tr.engine.model
+    enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt").to(model.device)
     start = model.generation_config.decoder_start_token_id
-    fed = torch.tensor([[start] + list(prefix_ids)])
+    fed = torch.tensor([[start] + list(prefix_ids)], device=model.device)
     ids = model.generate(**enc, decoder_input_ids=fed, do_sample=False, **tr.engine.langs.overrides,
                          **kwargs)[0, 1:].tolist()
     eos = model.generation_config.eos_token_id
@@ -266,15 +266,15 @@ def branch(tr, text):
     greedy = tr.translate(text, top_k=5)
     j = 1 if len(greedy.output_ids) > 2 else 0            # step 0 is a forced language code for some
     other = next(p for p, _ in greedy.steps[j].top_k
-                 if p not in (greedy.output_tokens[j], tr.tokenizer.hf.eos_token, tr.tokenizer.hf.pad_token))
+                 if p not in (greedy.output_tokens[j], tr.engine.tokenizer.hf.eos_token, tr.engine.tokenizer.hf.pad_token))
     return greedy, greedy.output_tokens[:j] + [other]
 
 
 def forced_pass(tr, out, **kwargs):
-    source = torch.tensor([out.source_ids])
-    fed = torch.tensor([tr.tokenizer.piece_ids(out.target_tokens)])
+    source = torch.tensor([out.source_ids], device=tr.device)
+    fed = torch.tensor([tr.engine.tokenizer.piece_ids(out.target_tokens)], device=tr.device)
     with torch.no_grad():
-        return tr.model(input_ids=source, attention_mask=torch.ones_like(source), decoder_input_ids=fed, **kwargs)
+        return tr.engine.model(input_ids=source, attention_mask=torch.ones_like(source), decoder_input_ids=fed, **kwargs)
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -294,7 +294,7 @@ def test_hf_prefix_greedy_and_beam_equal_generate_from_the_same_decoder_input(hf
     tr = hf[name]
     for text in SOURCES:
         greedy, prefix = branch(tr, text)
-        ids = tr.tokenizer.piece_ids(prefix)
+        ids = tr.engine.tokenizer.piece_ids(prefix)
         P, max_len = len(prefix), 24
         out = tr.translate(text, prefix=prefix, max_len=max_len)
         assert out.output_tokens[:P] == prefix and out.prefix_length == P
@@ -314,9 +314,9 @@ def test_hf_prefix_greedy_and_beam_equal_generate_from_the_same_decoder_input(hf
         step, index = beam.beam_final
         final = beam.beam[step][index]
         assert final.pieces == beam.output_tokens
-        enc = tr.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
-        fed = torch.tensor([[tr.model.generation_config.decoder_start_token_id] + ids])
-        theirs = tr.model.generate(**enc, decoder_input_ids=fed, num_beams=4, do_sample=False, output_scores=True,
+        enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt").to(tr.device)
+        fed = torch.tensor([[tr.engine.model.generation_config.decoder_start_token_id] + ids], device=tr.device)
+        theirs = tr.engine.model.generate(**enc, decoder_input_ids=fed, num_beams=4, do_sample=False, output_scores=True,
                                    return_dict_in_generate=True, max_new_tokens=max_len - P, **tr.engine.langs.overrides)
         assert final.score == pytest.approx(float(theirs.sequences_scores[0]), abs=1e-4)
 
@@ -326,7 +326,7 @@ def test_hf_prefix_with_the_generation_configs_length_equals_generate(hf, name):
     """These models set max_length in their generation config: no max_len given on either side."""
     tr = hf[name]
     _, prefix = branch(tr, SOURCES[1])
-    ids = tr.tokenizer.piece_ids(prefix)
+    ids = tr.engine.tokenizer.piece_ids(prefix)
     assert tr.translate(SOURCES[1], prefix=prefix).output_ids == generate_ids(tr, SOURCES[1], ids, num_beams=1)
     assert tr.translate(SOURCES[1], prefix=prefix, beam_size=4).output_ids == \
         generate_ids(tr, SOURCES[1], ids, num_beams=4)
@@ -336,14 +336,14 @@ def test_hf_prefix_with_the_generation_configs_length_equals_generate(hf, name):
 def test_hf_text_prefix_is_tokenized_as_a_target_without_the_end(hf, name):
     tr = hf[name]
     text_prefix = "Ein Mann"
-    with tr.tokenizer.lock:
-        expected = tr.tokenizer.hf(text_target=text_prefix).input_ids[:-1]
+    with tr.engine.tokenizer.lock:
+        expected = tr.engine.tokenizer.hf(text_target=text_prefix).input_ids[:-1]
     out = tr.translate(SOURCES[0], prefix=text_prefix)
     assert out.prefix_length == len(expected) and out.output_ids[: len(expected)] == expected
-    assert tr.tokenizer.hf.eos_token_id not in expected
+    assert tr.engine.tokenizer.hf.eos_token_id not in expected
     if name in LANGUAGES and name != "t5":            # the language code comes first, as in a target
-        assert out.output_tokens[0] == tr.tokenizer.hf.convert_ids_to_tokens(tr.engine.langs.overrides["forced_bos_token_id"])
-    assert_same_run(out, tr.translate(SOURCES[0], prefix=tr.tokenizer.pieces(expected)))
+        assert out.output_tokens[0] == tr.engine.tokenizer.hf.convert_ids_to_tokens(tr.engine.langs.overrides["forced_bos_token_id"])
+    assert_same_run(out, tr.translate(SOURCES[0], prefix=tr.engine.tokenizer.pieces(expected)))
 
 
 @pytest.mark.parametrize("name", FAMILIES)
@@ -356,7 +356,7 @@ def test_hf_captured_weights_with_a_prefix_equal_transformers_output_attentions(
         theirs = {"encoder_self": ref.encoder_attentions, "decoder_self": ref.decoder_attentions,
                   "cross": ref.cross_attentions}
         for kind in KINDS:
-            np.testing.assert_allclose(out.attention.get(kind), torch.cat(theirs[kind]).numpy(), atol=1e-5, rtol=0)
+            np.testing.assert_allclose(out.attention.get(kind), torch.cat(theirs[kind]).cpu().numpy(), atol=1e-5, rtol=0)
         probs = torch.softmax(ref.logits[0], -1)
         assert [s.prob for s in out.steps] == pytest.approx(
             [probs[t, i].item() for t, i in enumerate(out.output_ids)], abs=1e-5)
@@ -381,12 +381,12 @@ def test_hf_head_mask_with_a_prefix_equals_generate_on_the_ablated_model(hf, nam
     tr = hf[name]
     from transformer.hf.arch import attention_sites
     kind, layer, head = "cross", 0, 1
-    model = copy.deepcopy(tr.model)
+    model = copy.deepcopy(tr.engine.model)
     site = next(s for s in attention_sites(model) if (s.kind, s.layer) == (kind, layer))
     with torch.no_grad():
         site.out_proj.weight[:, head * site.d_head:(head + 1) * site.d_head] = 0.0
     _, prefix = branch(tr, SOURCES[1])
-    ids = tr.tokenizer.piece_ids(prefix)
+    ids = tr.engine.tokenizer.piece_ids(prefix)
     out = tr.translate(SOURCES[1], prefix=prefix, head_mask={(kind, layer, head)}, max_len=20)
     assert out.output_ids == generate_ids(tr, SOURCES[1], ids, model=model, num_beams=1,
                                           max_new_tokens=20 - len(ids))
@@ -401,7 +401,7 @@ def test_hf_prefix_errors_and_empty_prefix(hf, name):
     greedy = tr.translate(text)
     assert tr.translate(text, prefix=[]).output_ids == greedy.output_ids
     assert tr.translate(text, prefix="").prefix_length == 0
-    eos = tr.tokenizer.hf.eos_token
+    eos = tr.engine.tokenizer.hf.eos_token
     first = greedy.output_tokens[0]
     with pytest.raises(ValueError, match="no-such-piece"):
         tr.translate(text, prefix=[first, "▁no-such-piece-here"])
@@ -434,7 +434,7 @@ def test_hf_a_prefix_of_max_len_pieces_and_of_one_fewer(hf, name, beam_size):
     tr = hf[name]
     text, limit = SOURCES[1], 6
     greedy = tr.translate(text, top_k=4)
-    ends = {tr.tokenizer.hf.eos_token, tr.tokenizer.hf.pad_token}
+    ends = {tr.engine.tokenizer.hf.eos_token, tr.engine.tokenizer.hf.pad_token}
     body = [p for p in greedy.output_tokens[1:] if p not in ends] or [greedy.output_tokens[0]]
     pieces = (greedy.output_tokens[:1] + body * limit)[:limit]        # the first piece as the model starts
     out = tr.translate(text, prefix=pieces, beam_size=beam_size, top_k=4, max_len=limit)
@@ -443,6 +443,6 @@ def test_hf_a_prefix_of_max_len_pieces_and_of_one_fewer(hf, name, beam_size):
     assert_same_run(out, tr.translate(text, target=pieces, top_k=4), atol=1e-5)
     shorter = tr.translate(text, prefix=pieces[:-1], beam_size=beam_size, top_k=4, max_len=limit)
     assert len(shorter.output_tokens) == limit and shorter.output_tokens[:-1] == pieces[:-1]
-    ids = tr.tokenizer.piece_ids(pieces[:-1])
+    ids = tr.engine.tokenizer.piece_ids(pieces[:-1])
     assert shorter.output_ids == generate_ids(tr, text, ids, num_beams=beam_size, max_new_tokens=1)
     assert_same_run(shorter, tr.translate(text, target=list(shorter.output_tokens), top_k=4), atol=1e-5)

@@ -32,8 +32,8 @@ def forced_residuals(tr, text: str, output_ids=None) -> tuple[dict, torch.Tensor
     """Every residual point of one teacher-forced pass (B = 1) over tr's own greedy output."""
     source_ids = tr.encode_source(text)[0]
     output_ids = output_ids or tr.translate(text, capture=False).output_ids
-    source = torch.tensor([source_ids])
-    fed = torch.tensor([[tr.engine.start_id] + output_ids[:-1]])
+    source = torch.tensor([source_ids], device=tr.device)
+    fed = torch.tensor([[tr.engine.start_id] + output_ids[:-1]], device=tr.device)
     with torch.no_grad(), capture(residual=True) as recorder:
         tr.engine.teacher_forced(source, None, fed)
     return {name: recorder.residual_stream(name) for name in recorder.residuals}, source, fed
@@ -52,7 +52,7 @@ def manual_residuals(model: Transformer, source, fed) -> dict:
         x = out[f"encoder.{i}.resid_post"] = sub(layer.feed_forward_block, x, layer.feed_forward)
     memory = out["encoder.final_norm"] = model.encoder_norm(x)
     T = fed.shape[1]
-    causal = torch.ones(T, T, dtype=torch.bool).tril()[None, None]
+    causal = torch.ones(T, T, dtype=torch.bool, device=fed.device).tril()[None, None]
     x = model._embed(fed, model.target_embedding)
     for i, layer in enumerate(model.decoder_layers):
         out[f"decoder.{i}.resid_pre"] = x
@@ -67,8 +67,9 @@ def manual_residuals(model: Transformer, source, fed) -> dict:
 
 @pytest.mark.parametrize("which", ["tiny", "pre-LN", "post-LN"])
 def test_ours_every_point_equals_a_manual_recomputation(tiny, which):
-    model = tiny.model if which == "tiny" else random_model(which == "pre-LN")
-    source, fed = torch.tensor([[5, 6, 7, 8, 3]]), torch.tensor([[2, 11, 12, 13]])
+    model = tiny.engine.model if which == "tiny" else random_model(which == "pre-LN")
+    on = next(model.parameters()).device                  # tiny's is ATLAS_TEST_DEVICE, the random ones the CPU
+    source, fed = torch.tensor([[5, 6, 7, 8, 3]], device=on), torch.tensor([[2, 11, 12, 13]], device=on)
     with torch.no_grad(), capture(residual=True) as recorder:
         logits = model(source, None, fed)
         expected = manual_residuals(model, source, fed)
@@ -100,7 +101,7 @@ def test_ours_cached_decoding_records_one_row_per_step_equal_to_the_forced_pass(
 def _recomputed_mids(tr, res: dict, memory) -> dict:
     """mid points from the next sublayer: resid_mid_cross from resid_mid_self through cross-attention,
     resid_post from the last mid point through the feed-forward (the family's own modules)."""
-    family, model = tr.engine.family, tr.model
+    family, model = tr.engine.family, tr.engine.model
     pre_ln = tr.config.norm_first
     got = {}
     for stack_name, stack in (("encoder", model.get_encoder()), ("decoder", model.get_decoder())):
@@ -134,7 +135,7 @@ def test_hf_points_equal_output_hidden_states_and_the_sublayers_between(hf, name
     res, source, fed = forced_residuals(tr, SENTENCES[0])
     assert sorted(res) == sorted(tr.engine.residual_sites())
     with torch.no_grad():
-        ref = tr.model(input_ids=source, decoder_input_ids=fed, output_hidden_states=True)
+        ref = tr.engine.model(input_ids=source, decoder_input_ids=fed, output_hidden_states=True)
     for stack, hidden, L in (("encoder", ref.encoder_hidden_states, c.n_encoder_layers),
                              ("decoder", ref.decoder_hidden_states, c.n_decoder_layers)):
         assert len(hidden) == L + 1
@@ -176,23 +177,23 @@ def test_off_by_default_and_only_what_is_asked(tiny, hf, monkeypatch):
     original = Recorder.record_residual
     monkeypatch.setattr(Recorder, "record_residual", lambda self, n, x: (stored.append(n), original(self, n, x)))
     calls = []
-    points = [m for m in tiny.model.modules() if isinstance(m, HookPoint) and m.name is not None]
+    points = [m for m in tiny.engine.model.modules() if isinstance(m, HookPoint) and m.name is not None]
     handles = [m.register_forward_hook(lambda m, a, o: calls.append(m.name)) for m in points]
     try:
         for tr, text in ((tiny, TINY_SENTENCE), (hf["marian"], SENTENCES[0]), (hf["t5"], SENTENCES[0])):
             tr.translate(text, capture=True)
             tr.translate(text, capture=True, beam_size=2)
             tr.translate(text, capture=False)
-            source = torch.tensor([tr.encode_source(text)[0]])
-            fed = torch.tensor([[tr.engine.start_id]])
+            source = torch.tensor([tr.encode_source(text)[0]], device=tr.device)
+            fed = torch.tensor([[tr.engine.start_id]], device=tr.device)
             with torch.no_grad(), capture() as recorder:
                 tr.engine.teacher_forced(source, None, fed)
             assert recorder.records and recorder.residuals == {}
         assert stored == [] and calls == []             # ours never even calls its residual HookPoints
         for tr, text in ((tiny, TINY_SENTENCE), (hf["marian"], SENTENCES[0])):
-            source = torch.tensor([tr.encode_source(text)[0]])
+            source = torch.tensor([tr.encode_source(text)[0]], device=tr.device)
             with torch.no_grad(), capture(attention=False, residual={"decoder.0.resid_mid_cross"}) as recorder:
-                tr.engine.teacher_forced(source, None, torch.tensor([[tr.engine.start_id]]))
+                tr.engine.teacher_forced(source, None, torch.tensor([[tr.engine.start_id]], device=tr.device))
                 assert not is_capturing()                   # no attention asked: ours keeps the fused path
             assert list(recorder.residuals) == ["decoder.0.resid_mid_cross"] and recorder.records == {}
     finally:

@@ -95,12 +95,12 @@ def residual_wanted() -> bool:
 
 
 def observe(point: HookPoint | None, x: torch.Tensor) -> torch.Tensor:
-    """x through a named HookPoint only when this call records residuals or has hooks: two ContextVar
-    reads when off."""
+    """x through a named HookPoint only when this call records residuals or hooks this point: two
+    ContextVar reads when off."""
     if point is None:
         return x
-    recorder = _current_recorder.get()
-    if (recorder is not None and recorder.residual) or current_interventions() is not None:
+    recorder, state = _current_recorder.get(), current_interventions()
+    if (recorder is not None and recorder.residual) or (state is not None and point.name in state.hooks):
         return point(x)
     return x
 

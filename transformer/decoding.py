@@ -22,14 +22,14 @@ def length_normalizer(length: int, length_penalty: float) -> float:
 
 
 @torch.no_grad()
-def greedy_decode(model: Transformer, source, source_keep, max_len: int, gates=None, prefix=None,
+def greedy_decode(model: Transformer, source, source_keep, max_len: int, prefix=None,
                   encoder_layer: int | None = None):
     """Batched greedy decoding. Returns (tokens (B, T) padded with PAD, step logits list[(B, V)]).
 
     prefix: output ids forced at the first steps (every row), fed through the same cached loop,
     so their logits are the model's own for them; argmax takes over after the prefix.
     encoder_layer: decode from that encoder layer's output (DecoderLens; model.encode)."""
-    memory = model.encode(source, source_keep, gates, encoder_layer)        # (B, S, D)
+    memory = model.encode(source, source_keep, encoder_layer)        # (B, S, D)
     B = source.shape[0]
     cache = model.new_cache()
     last = torch.full((B,), BOS_ID, dtype=torch.long, device=source.device)
@@ -37,7 +37,7 @@ def greedy_decode(model: Transformer, source, source_keep, max_len: int, gates=N
     produced, step_logits = [], []
     forced = len(prefix) if prefix else 0
     for position in range(max_len):
-        logits = model.decode_step(last, position, memory, source_keep, cache, gates)   # (B, V)
+        logits = model.decode_step(last, position, memory, source_keep, cache)   # (B, V)
         step_logits.append(logits)
         token = logits.argmax(-1) if position >= forced else torch.full_like(last, int(prefix[position]))
         token = torch.where(finished, torch.full_like(token, PAD_ID), token)
@@ -50,10 +50,10 @@ def greedy_decode(model: Transformer, source, source_keep, max_len: int, gates=N
 
 
 @torch.no_grad()
-def forced_logits(model: Transformer, source, source_keep, output_ids: list[int], gates=None):
+def forced_logits(model: Transformer, source, source_keep, output_ids: list[int]):
     """One teacher-forced pass feeding <s> + output_ids[:-1]. Returns logits (T, V)."""
     fed = torch.tensor([[BOS_ID] + list(output_ids[:-1])], dtype=torch.long, device=source.device)
-    return model(source, source_keep, fed, gates=gates)[0]
+    return model(source, source_keep, fed)[0]
 
 
 @dataclass
@@ -73,7 +73,7 @@ def prefix_history(prefix: list, finished_at_end: bool) -> list[list[Hypothesis]
 
 @torch.no_grad()
 def beam_search(model: Transformer, source, source_keep, beam_size: int, max_len,
-                length_penalty: float = 1.0, gates=None, record: bool = False, prefix=None,
+                length_penalty: float = 1.0, record: bool = False, prefix=None,
                 encoder_layer: int | None = None) -> list[BeamResult]:
     """Batched beam search over B sentences with K beams each (flattened to B*K rows).
 
@@ -94,7 +94,7 @@ def beam_search(model: Transformer, source, source_keep, beam_size: int, max_len
         return [BeamResult(list(prefix), 0.0, history, (P - 1, 0) if record else None) for _ in range(B)]
     unfinished_at_limit: list[list[tuple]] = [[] for _ in range(B)]
     device = source.device
-    memory = model.encode(source, source_keep, gates, encoder_layer).repeat_interleave(K, dim=0)  # (B*K, S, D)
+    memory = model.encode(source, source_keep, encoder_layer).repeat_interleave(K, dim=0)  # (B*K, S, D)
     keep = None if source_keep is None else source_keep.repeat_interleave(K, dim=0)
     cache = model.new_cache()
     scores = torch.full((B, K), float("-inf"), device=device)
@@ -102,7 +102,7 @@ def beam_search(model: Transformer, source, source_keep, beam_size: int, max_len
     alive = torch.full((B, K, 0), BOS_ID, dtype=torch.long, device=device)          # (B, K, t)
     last = torch.full((B * K,), BOS_ID, dtype=torch.long, device=device)
     for position, token_id in enumerate(prefix):       # the forced prefix, once, on every row
-        model.decode_step(last, position, memory, keep, cache, gates)
+        model.decode_step(last, position, memory, keep, cache)
         last = torch.full_like(last, token_id)
     if P:
         alive = torch.tensor(prefix, dtype=torch.long, device=device).expand(B, K, P).clone()
@@ -110,7 +110,7 @@ def beam_search(model: Transformer, source, source_keep, beam_size: int, max_len
     done = [False] * B
     history: list[list[Hypothesis]] = prefix_history(prefix, False) if record else []
     for position in range(P, max_len):
-        logits = model.decode_step(last, position, memory, keep, cache, gates)       # (B*K, V)
+        logits = model.decode_step(last, position, memory, keep, cache)       # (B*K, V)
         log_probs = torch.log_softmax(logits.float(), dim=-1)
         V = log_probs.shape[-1]
         candidates = (scores[:, :, None] + log_probs.view(B, K, V)).view(B, K * V)

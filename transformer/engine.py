@@ -4,8 +4,8 @@
 assembles a `Translation`, once, for every family. What differs between families lives behind this
 interface, in one engine each: `engine_ours.OursEngine` (our `Transformer` + sentencepiece) and
 `hf.engine.HFEngine` (a Hugging Face encoder-decoder; family facts in hf/arch.py). A new family is a
-new engine; a caller that needs a family fact asks the engine (`tr.engine.family`,
-`tr.engine.special_ids`, ...), never `hasattr`.
+new engine; a caller that needs a family fact asks the engine a question (`tr.engine.special_ids`,
+`tr.engine.model_view()`, ...), never `hasattr` and never the family's name.
 
 The contract (shapes: B sentences, S source pieces, T fed pieces, V vocabulary, D d_model):
 - ids: `source_ids(text)` -> (ids ending in the model's end piece, cut to max_source_len;
@@ -21,15 +21,19 @@ The contract (shapes: B sentences, S source pieces, T fed pieces, V vocabulary, 
   causal mask keeps the real positions exact); rows that repeat a source share its encoding when
   nothing is captured (shared_sources). `encoder_layer` k (all three; None = plain): the
   decoder reads encoder layer k's output through the final encoder norm (DecoderLens).
-- gates: `gates(head_mask)` -> {kind: (layers, heads)} or None; every decoding method takes them
-  as its `gates` argument and applies them its own way (ours: an argument of the model; Hugging
-  Face: the output-projection hooks of hf/hooks.py, through a ContextVar), so both look alike.
+- gates: `gates(head_mask)` -> {kind: (layers, heads)} or None. No decoding method takes them:
+  head ablation is a hook on the z points (interventions.intervening(hooks, gates)), so it reaches
+  every engine through the one channel every other intervention takes.
 - capture: attention and the residual stream reach the recorder of `capture.capture()` through
   hooks installed once at load (ContextVar per call, no per-call global state); `capture_sites()`
   names the attention sites, `residual_sites()` the residual points (capture.py's docstring).
 - interventions: the same hooks hand every point of `hook_points()` (residual points and each
   attention module's "{stack}.{layer}.{kind}.z") to the call's `interventions.intervening(hooks)`,
   which may read or replace it, in every decoding method (interventions.py).
+- questions the rest of the code would otherwise answer by asking the family: `model_view()` (the
+  layers, for the decompositions of explain/) and `explainable`; the source vocabulary
+  (`source_embedding_weight()`, `source_vocabulary(rows)`, `source_special(ids)`,
+  `source_piece_ids(pieces)`, `source_id_rows(texts)`); `join_pieces(pieces)` (pieces -> text).
 - read-out: `read_out(hidden)` (..., D) -> (..., V) logits: a decoder residual stream through the
   model's own final norm and output projection, exactly as its last layer is read (the logit lens).
 - facts: family ("ours" or the HF model_type), positional_kind, positional_table(side, n),
@@ -45,7 +49,8 @@ import numpy as np
 import torch
 
 from .capture import current_recorder
-from .interventions import active as intervening_now
+from .view import ModelView
+from .interventions import rows_apart
 from .interventions import z_names
 
 
@@ -53,8 +58,9 @@ def shared_sources(source: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | 
     """(one row index per distinct source, each row's place among them) when rows of a batched
     forced pass repeat a source and no capture records this call: the source is then encoded once
     (diagnosis puts a piece back into the translation under the unchanged source). None otherwise:
-    a capture or a call's hooks keep one encoder row per input row (a hook may patch rows apart)."""
-    if len(source) < 2 or current_recorder() is not None or intervening_now():
+    a capture or a call's hooks keep one encoder row per input row (a hook may patch rows apart;
+    head gates treat every row alike, so they share)."""
+    if len(source) < 2 or current_recorder() is not None or rows_apart():
         return None
     unique, inverse = torch.unique(source, dim=0, return_inverse=True)
     if len(unique) == len(source):
@@ -109,18 +115,17 @@ class Engine(ABC):
         """max_len None: the engine's default budget. prompt: start piece + forced prefix pieces."""
 
     @abstractmethod
-    def greedy(self, source, mask, plan: Plan, gates=None, prefix=None, encoder_layer=None):
+    def greedy(self, source, mask, plan: Plan, prefix=None, encoder_layer=None):
         """-> (tokens (B, T) padded after each row's end, step logits list[(B, V)]); prefix: output
         ids forced first (every row), fed through the same cached loop."""
 
     @abstractmethod
-    def beam(self, source, mask, plan: Plan, gates=None, record: bool = False, prefix=None,
-             encoder_layer=None) -> list:
+    def beam(self, source, mask, plan: Plan, record: bool = False, prefix=None, encoder_layer=None) -> list:
         """-> one BeamResult (output_ids, score, history, final) per sentence; history only with
         record (B = 1), one entry per output step, hypotheses' pieces as ids."""
 
     @abstractmethod
-    def teacher_forced(self, source, mask, fed, gates=None, encoder_layer=None) -> torch.Tensor:
+    def teacher_forced(self, source, mask, fed, encoder_layer=None) -> torch.Tensor:
         """One teacher-forced pass: logits (B, T, V) for fed (B, T) = start piece + outputs[:-1]."""
 
     @abstractmethod
@@ -139,7 +144,8 @@ class Engine(ABC):
 
     # ---- gates and capture -------------------------------------------------------------------
     def gates(self, head_mask):
-        """{(kind, layer, head)} -> {kind: float (layers, heads)} on the device, or None (all on)."""
+        """{(kind, layer, head)} -> {kind: float (layers, heads)} on the device, or None (all on):
+        what interventions.intervening(hooks, gates) applies, and the decompositions read."""
         from .capture import normalize_head_mask
         c = self.config
         return normalize_head_mask(head_mask, c.n_encoder_layers, c.n_decoder_layers, c.n_heads, self.device)
@@ -174,3 +180,35 @@ class Engine(ABC):
     @abstractmethod
     def source_embeddings(self, source: torch.Tensor) -> np.ndarray:
         """(S, D) float32 for source (1, S): token embeddings x the model's scale, before positions."""
+
+    # ---- what the rest of the code asks instead of the family ----------------------------------
+    explainable: bool = True             # model_view() describes this model's layers
+
+    @abstractmethod
+    def model_view(self) -> ModelView:
+        """The layers as explain/ decomposes them (view.py); ValueError when not `explainable`."""
+
+    @abstractmethod
+    def source_embedding_weight(self) -> torch.Tensor:
+        """(V, D): the source side's input embedding rows, by source id, before any scale."""
+
+    @abstractmethod
+    def source_vocabulary(self, rows: int) -> tuple[list[str], set]:
+        """(pieces by source id, special ids among them) for the first `rows` ids that have a piece."""
+
+    @abstractmethod
+    def source_special(self, ids, pieces: list[str] | None = None) -> set:
+        """The special ids among source ids (control, unknown, unused, language codes, no piece);
+        `pieces`, when the caller has them, are those of `ids` in order."""
+
+    @abstractmethod
+    def source_piece_ids(self, pieces) -> list[int]:
+        """Source pieces (Translation.source_tokens) back to source ids; ValueError for an unknown one."""
+
+    @abstractmethod
+    def source_id_rows(self, texts) -> list[list[int]]:
+        """Each text's source ids, its content pieces only (no specials added)."""
+
+    @abstractmethod
+    def join_pieces(self, pieces) -> str:
+        """Pieces (either side's) joined into text as the tokenizer would detokenize them."""

@@ -1,8 +1,7 @@
 """Our model as an engine (engine.py): `Transformer` + sentencepiece `Tokenizer` + decoding.py.
 
-Gates are an argument of our model all the way down (model.py), so each method hands them on;
-attention and the residual stream reach the recorder through the HookPoints model.py installs at
-build time.
+Attention and the residual stream reach the recorder, and a call's hooks and head gates reach the
+model (interventions.py), through the HookPoints model.py installs at build time.
 """
 from __future__ import annotations
 
@@ -14,6 +13,10 @@ from .decoding import beam_search, greedy_decode
 from .engine import Engine, Plan, default_device, shared_sources
 from .model import BOS_ID, EOS_ID, PAD_ID, UNK_ID, Transformer
 from .tokenizer import Tokenizer
+from .view import Attention, FeedForward, ModelView
+
+
+WORD_START = "\u2581"                      # sentencepiece's ▁: a piece that begins a word
 
 
 class OursEngine(Engine):
@@ -60,22 +63,21 @@ class OursEngine(Engine):
         return Plan(BOS_ID, frozenset({EOS_ID}), limits, int(beam_size),
                     1.0 if length_penalty is None else float(length_penalty))
 
-    def greedy(self, source, mask, plan: Plan, gates=None, prefix=None, encoder_layer=None):
-        return greedy_decode(self.model, source, mask, max(plan.limits), gates, prefix, encoder_layer)
+    def greedy(self, source, mask, plan: Plan, prefix=None, encoder_layer=None):
+        return greedy_decode(self.model, source, mask, max(plan.limits), prefix, encoder_layer)
 
-    def beam(self, source, mask, plan: Plan, gates=None, record: bool = False, prefix=None,
-             encoder_layer=None) -> list:
-        return beam_search(self.model, source, mask, plan.beam_size, plan.limits, plan.length_penalty, gates,
+    def beam(self, source, mask, plan: Plan, record: bool = False, prefix=None, encoder_layer=None) -> list:
+        return beam_search(self.model, source, mask, plan.beam_size, plan.limits, plan.length_penalty,
                            record=record, prefix=prefix, encoder_layer=encoder_layer)
 
-    def teacher_forced(self, source, mask, fed, gates=None, encoder_layer=None) -> torch.Tensor:
+    def teacher_forced(self, source, mask, fed, encoder_layer=None) -> torch.Tensor:
         shared = shared_sources(source)
         if shared is None:
-            return self.model(source, mask, fed, gates=gates, encoder_layer=encoder_layer)  # (B, T, V)
+            return self.model(source, mask, fed, encoder_layer=encoder_layer)                # (B, T, V)
         first, inverse = shared
-        memory = self.model.encode(source[first], None if mask is None else mask[first], gates,
+        memory = self.model.encode(source[first], None if mask is None else mask[first],
                                    encoder_layer)[inverse]                                   # (B, S, D)
-        return self.model.decode(fed, memory, mask, None, gates)
+        return self.model.decode(fed, memory, mask, None)
 
     def read_out(self, hidden) -> torch.Tensor:
         return self.model.read_out(hidden)                                                   # (..., V)
@@ -87,6 +89,52 @@ class OursEngine(Engine):
     @torch.no_grad()
     def source_embeddings(self, source) -> np.ndarray:
         return self.model.scaled_embedding(source, self.model.source_embedding)[0].float().cpu().numpy()
+
+    # ---- the family's answers (engine.py) ------------------------------------------------------
+    def model_view(self) -> ModelView:
+        return our_view(self.model)
+
+    def source_embedding_weight(self) -> torch.Tensor:
+        return self.model.source_embedding.weight                                           # (V, D)
+
+    def source_vocabulary(self, rows: int) -> tuple[list[str], set]:
+        size = min(rows, len(self.tokenizer))
+        return self.tokenizer.pieces(range(size)), self.source_special(range(size))
+
+    def source_special(self, ids, pieces=None) -> set:
+        sp = self.tokenizer.sp                                    # one joint sentencepiece vocabulary
+        return {int(i) for i in ids
+                if i in self.special_ids or sp.is_control(int(i)) or sp.is_unknown(int(i)) or sp.is_unused(int(i))}
+
+    def source_piece_ids(self, pieces) -> list[int]:
+        return self.tokenizer.piece_ids(pieces)
+
+    def source_id_rows(self, texts) -> list[list[int]]:
+        return self.tokenizer.encode_batch(list(texts))
+
+    def join_pieces(self, pieces) -> str:
+        return "".join(pieces).replace(WORD_START, " ").strip()
+
+
+def our_view(model) -> ModelView:
+    H, pe = model.config.n_heads, model.positional_encoding
+
+    def att(a, norm) -> Attention:
+        return Attention(a.kind, a.hook.layer, a.q_proj, a.k_proj, a.v_proj, a.out_proj, H, a.d_head ** -0.5, norm)
+
+    encoder = [[att(l.self_attention, l.attention_block.norm),
+                FeedForward(l.feed_forward, l.feed_forward_block.norm)] for l in model.encoder_layers]
+    decoder = [[att(l.self_attention, l.self_attention_block.norm),
+                att(l.cross_attention, l.cross_attention_block.norm),
+                FeedForward(l.feed_forward, l.feed_forward_block.norm)] for l in model.decoder_layers]
+    return ModelView(
+        "ours", model.config.norm_first, encoder, decoder,
+        source_embedding=lambda ids: model.scaled_embedding(ids, model.source_embedding),
+        target_embedding=lambda ids: model.scaled_embedding(ids, model.target_embedding),
+        encoder_input=lambda e: e + pe[: e.shape[1]],
+        decoder_input=lambda e: e + pe[: e.shape[1]],
+        encoder_final=model.encoder_norm,
+        logits=lambda x: model.output_projection(model.decoder_norm(x)))
 
 
 def open_ours(path, device=None, source_lang: str | None = None, target_lang: str | None = None) -> OursEngine:

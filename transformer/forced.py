@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from .capture import no_capture
+from .interventions import intervening
 
 
 @dataclass
@@ -84,10 +85,10 @@ def forced_pass(tr, rows: list, reduce: Callable[[Batch], list], gates=None, bud
     rows = [r if isinstance(r, Row) else Row(*r) for r in rows]
     results: list = [None] * len(rows)
     autocast = torch.autocast(tr.device.type, dtype=torch.bfloat16, enabled=bf16)
-    with no_capture(), autocast:
+    with no_capture(), intervening(None, gates), autocast:          # gates: head_mask, as hooks on z
         for chunk in plan_chunks(rows, budget or default_budget(tr)):
             src, keep, fed, gold = _pad(tr, rows, chunk)
-            logits = tr.engine.teacher_forced(src, keep, fed, gates)                      # (B, T, V)
+            logits = tr.engine.teacher_forced(src, keep, fed)                             # (B, T, V)
             batch = Batch(chunk, torch.log_softmax(logits.float(), dim=-1), gold,
                           [len(rows[r].output_ids) for r in chunk])
             for r, value in zip(chunk, reduce(batch)):

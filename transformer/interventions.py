@@ -9,11 +9,16 @@ never see each other's, and a call without hooks costs one ContextVar read per p
 Points: every residual point of capture.py ("encoder.1.resid_post", ...), and per attention module
 its heads' output before the output projection, "{stack}.{layer}.{kind}.z", (B, t, H, d_head),
 kind "self" or "cross" (z_name). Cached decoding calls a decoder point once per step (t = 1).
+
+Head ablation is the same channel: `intervening(hooks, gates)` turns head gates (head_mask) into
+hooks on the z points (gate_hooks) that run before the caller's own hook there, so every engine
+applies them where it applies any hook, and no engine method takes gates.
 """
 from __future__ import annotations
 
 import contextlib
 import contextvars
+from functools import partial
 from typing import Callable
 
 import torch
@@ -36,12 +41,43 @@ def z_names(n_encoder_layers: int, n_decoder_layers: int) -> list[str]:
             + [z_name(kind, i) for i in range(n_decoder_layers) for kind in ("decoder_self", "cross")])
 
 
-class Interventions:
-    """One call's hooks {name: fn}, and a scratch `stash` the engine's write sites may use within
-    one forward (Hugging Face pre-LN mid points keep the residual a sublayer adds to)."""
+def _gate(gate: torch.Tensor, name: str, z: torch.Tensor) -> torch.Tensor:
+    """z (B, t, H, dh) times a gate (H,), every row alike, or (B, H), each row its own."""
+    gate = gate.to(z.dtype)
+    return z * (gate[:, None] if gate.dim() == 1 else gate[:, None, :, None])
 
-    def __init__(self, hooks: dict[str, Callable]):
-        self.hooks = dict(hooks)
+
+def gate_hooks(gates: dict[str, torch.Tensor] | None, every_module: bool = False) -> dict[str, Callable]:
+    """Head gates {kind: (layers, heads)} (Engine.gates; or (layers, B, heads), a gate per row) as
+    hooks: z times each head's gate, on the z point of every module with a head off. A module with
+    all heads on is left alone (x * 1 = x) unless `every_module` (gradients with respect to gates)."""
+    hooks = {}
+    for kind, table in (gates or {}).items():
+        for layer, gate in enumerate(table):
+            if every_module or bool((gate != 1).any()):
+                hooks[z_name(kind, layer)] = partial(_gate, gate)
+    return hooks
+
+
+def _then(first: Callable, second: Callable, name: str, x: torch.Tensor):
+    """The head gate, then the caller's hook at the same point (None from it: keep the gated z)."""
+    gated = first(name, x)
+    new = second(name, gated)
+    return gated if new is None else new
+
+
+class Interventions:
+    """One call's hooks {name: fn} with its head gates folded in, and a scratch `stash` the engine's
+    write sites may use within one forward (Hugging Face pre-LN mid points keep the residual a
+    sublayer adds to). `rows_apart`: the caller hooked something, and a hook may treat the rows of a
+    batch apart; gates treat every row alike, so rows that repeat a source may share its encoding."""
+
+    def __init__(self, hooks: dict[str, Callable] | None, gates: dict[str, torch.Tensor] | None = None):
+        self.hooks = dict(hooks or {})
+        self.rows_apart = bool(hooks)
+        for name, gate in gate_hooks(gates).items():
+            own = self.hooks.get(name)
+            self.hooks[name] = gate if own is None else partial(_then, gate, own)
         self.stash: dict[str, torch.Tensor] = {}
 
     def apply(self, name: str, x: torch.Tensor) -> torch.Tensor:
@@ -63,8 +99,10 @@ class Interventions:
 current = _current_hooks.get
 
 
-def active() -> bool:
-    return _current_hooks.get() is not None
+def rows_apart() -> bool:
+    """True when this call has hooks of its own (not only head gates): rows may be treated apart."""
+    state = _current_hooks.get()
+    return state is not None and state.rows_apart
 
 
 def hooked(name: str) -> bool:
@@ -97,9 +135,10 @@ def check_hooks(hooks, points: list[str]) -> dict[str, Callable] | None:
 
 
 @contextlib.contextmanager
-def intervening(hooks: dict[str, Callable] | None):
-    """Install this call's hooks (None: none, also hiding an outer call's); always reset."""
-    token = _current_hooks.set(Interventions(hooks) if hooks else None)
+def intervening(hooks: dict[str, Callable] | None, gates: dict[str, torch.Tensor] | None = None):
+    """Install this call's hooks and head gates (None: none, also hiding an outer call's); always reset."""
+    state = Interventions(hooks, gates) if hooks or gates else None
+    token = _current_hooks.set(state if state is not None and state.hooks else None)
     try:
         yield
     finally:

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .capture import residual_name
+from .capture import capture, residual_name
+from .interventions import intervening
 
 SUBLAYERS = (("self", "resid_mid_self"), ("cross", "resid_mid_cross"), ("ffn", "resid_post"))
 
@@ -118,3 +119,22 @@ def read_lens(engine, recorder, output_ids: list[int], top_k: int, budget: int =
 def _joined(parts: list, dtype) -> np.ndarray:
     """Chunks of (n, T, ...) -> (T, n_sites, ...) numpy."""
     return torch.cat(parts).transpose(0, 1).cpu().numpy().astype(dtype)
+
+
+def lens_of(tr, out, call) -> Lens:
+    """The analysis (analyses.py): out's lens from the call's own recorder, or, for a translation made
+    earlier, from one teacher-forced pass over its output under its head_mask and encoder_layer
+    (beam and forced decoding read such a pass anyway; cached greedy decoding equals it, tested)."""
+    if call.recorder is not None:
+        return read_lens(tr.engine, call.recorder, out.output_ids, call.top_k, final_logits=call.logits)
+    if out.hooks:
+        raise ValueError("lens of a translation made with hooks=: ask translate(..., lens=True, hooks=...) "
+                         "so the hooks run in the pass it reads")
+    e = tr.engine
+    points = {point for _, point in lens_points(e.config.n_decoder_layers)}
+    source = torch.tensor([out.source_ids], dtype=torch.long, device=e.device)               # (1, S)
+    fed = torch.tensor([[e.start_id] + list(out.output_ids[:-1])], dtype=torch.long, device=e.device)
+    with torch.inference_mode(), capture(attention=False, residual=points) as recorder, \
+            intervening(None, tr.gates(out.head_mask)):
+        logits = e.teacher_forced(source, None, fed, out.encoder_layer)[0]                   # (T, V)
+    return read_lens(e, recorder, out.output_ids, call.top_k, final_logits=logits)

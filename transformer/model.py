@@ -44,13 +44,13 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model)
         self.dropout = dropout
         self.hook = HookPoint(kind, layer)      # sees the post-softmax weights (B, H, Tq, Tk)
-        self.hook_z = HookPoint(name=z_name(kind, layer))   # heads' outputs (B, Tq, H, dh), gates applied
+        self.hook_z = HookPoint(name=z_name(kind, layer))   # heads' outputs (B, Tq, H, dh); head_mask writes here
 
     def _split(self, x: torch.Tensor) -> torch.Tensor:
         B, T, _ = x.shape
         return x.view(B, T, self.n_heads, self.d_head).transpose(1, 2)   # (B, H, T, dh)
 
-    def forward(self, query, key_value, mask=None, head_gate=None, cache=None):
+    def forward(self, query, key_value, mask=None, cache=None):
         """query (B, Tq, D); key_value (B, Tk, D); mask bool broadcastable to (B, H, Tq, Tk).
 
         cache: dict for incremental decoding. Self-attention appends this step's keys and
@@ -78,10 +78,8 @@ class MultiHeadAttention(nn.Module):
             context = weights @ v                                           # (B, H, Tq, dh)
         else:
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p)
-        if head_gate is not None:      # ablation: zero whole heads before the output projection
-            # (H,) gates every row alike; (B, H) gives each row its own (analyze's per-sentence gradients)
-            context = context * head_gate.view(-1, self.n_heads, 1, 1)
         B, _, Tq, _ = context.shape
+        # head ablation (head_mask) and every other write reach z here, as hooks (interventions.py)
         z = observe(self.hook_z, context.transpose(1, 2))                  # (B, Tq, H, dh)
         return self.out_proj(z.reshape(B, Tq, -1))
 
@@ -123,9 +121,9 @@ class EncoderLayer(nn.Module):
         self.attention_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first, point("resid_mid_self"))
         self.feed_forward_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first, point("resid_post"))
 
-    def forward(self, x, source_mask, gate=None):
+    def forward(self, x, source_mask):
         x = observe(self.hook_resid_pre, x)
-        x = self.attention_block(x, lambda h: self.self_attention(h, h, source_mask, gate))
+        x = self.attention_block(x, lambda h: self.self_attention(h, h, source_mask))
         return self.feed_forward_block(x, self.feed_forward)
 
 
@@ -141,14 +139,14 @@ class DecoderLayer(nn.Module):
         self.cross_attention_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first, point("resid_mid_cross"))
         self.feed_forward_block = Sublayer(cfg.d_model, cfg.dropout, cfg.norm_first, point("resid_post"))
 
-    def forward(self, x, memory, target_mask, memory_mask, self_gate=None, cross_gate=None, cache=None):
+    def forward(self, x, memory, target_mask, memory_mask, cache=None):
         self_cache = cache["self"] if cache is not None else None
         cross_cache = cache["cross"] if cache is not None else None
         x = observe(self.hook_resid_pre, x)
         x = self.self_attention_block(
-            x, lambda h: self.self_attention(h, h, target_mask, self_gate, self_cache))
+            x, lambda h: self.self_attention(h, h, target_mask, self_cache))
         x = self.cross_attention_block(
-            x, lambda h: self.cross_attention(h, memory, memory_mask, cross_gate, cross_cache))
+            x, lambda h: self.cross_attention(h, memory, memory_mask, cross_cache))
         return self.feed_forward_block(x, self.feed_forward)
 
 
@@ -156,10 +154,6 @@ def _key_mask(keep):
     """bool (B, 1, 1, S) over keys, or None when no key is padding (one sentence): both
     attention paths then skip masking work."""
     return None if keep is None else keep[:, None, None, :]
-
-
-def _gate(gates, kind, layer):
-    return None if gates is None else gates[kind][layer]
 
 
 class Transformer(nn.Module):
@@ -209,7 +203,7 @@ class Transformer(nn.Module):
         return self.embedding_dropout(x)
 
     # ---- forward passes -----------------------------------------------------------
-    def encode(self, source, source_keep, gates=None, layer: int | None = None):
+    def encode(self, source, source_keep, layer: int | None = None):
         """source (B, S) ids; source_keep bool (B, S), or None when nothing is padding.
 
         Returns memory (B, S, D). layer (DecoderLens): encoder layer `layer`'s output through the
@@ -218,7 +212,7 @@ class Transformer(nn.Module):
         x = self._embed(source, self.source_embedding)
         kept = None
         for i, encoder_layer in enumerate(self.encoder_layers):
-            x = encoder_layer(x, mask, _gate(gates, "encoder_self", i))
+            x = encoder_layer(x, mask)
             if i == layer:
                 kept = x
         memory = observe(self.hook_encoder_final, self.encoder_norm(x))
@@ -228,7 +222,7 @@ class Transformer(nn.Module):
         """(..., D) decoder residual stream -> (..., V) logits: the final norm and output projection."""
         return self.output_projection(self.decoder_norm(hidden))
 
-    def decode(self, target, memory, source_keep, target_keep=None, gates=None):
+    def decode(self, target, memory, source_keep, target_keep=None):
         """Teacher-forced: target (B, T) fed ids. Returns logits (B, T, V)."""
         T = target.shape[1]
         causal = torch.ones(T, T, dtype=torch.bool, device=target.device).tril()
@@ -238,26 +232,24 @@ class Transformer(nn.Module):
         memory_mask = _key_mask(source_keep)
         x = self._embed(target, self.target_embedding)
         for i, layer in enumerate(self.decoder_layers):
-            x = layer(x, memory, target_mask, memory_mask,
-                      _gate(gates, "decoder_self", i), _gate(gates, "cross", i))
+            x = layer(x, memory, target_mask, memory_mask)
         return self.output_projection(observe(self.hook_decoder_final, self.decoder_norm(x)))
 
     def new_cache(self):
         return [{"self": {}, "cross": {}} for _ in self.decoder_layers]
 
-    def decode_step(self, last_token, position: int, memory, source_keep, cache, gates=None):
+    def decode_step(self, last_token, position: int, memory, source_keep, cache):
         """One incremental step: last_token (B,) fed at `position`. Returns logits (B, V)."""
         memory_mask = _key_mask(source_keep)
         x = self._embed(last_token[:, None], self.target_embedding, offset=position)   # (B, 1, D)
         for i, layer in enumerate(self.decoder_layers):
             # The newest query may see every cached key, so no self-attention mask is needed.
-            x = layer(x, memory, None, memory_mask,
-                      _gate(gates, "decoder_self", i), _gate(gates, "cross", i), cache[i])
+            x = layer(x, memory, None, memory_mask, cache[i])
         return self.output_projection(observe(self.hook_decoder_final, self.decoder_norm(x)))[:, 0]
 
-    def forward(self, source, source_keep, target, target_keep=None, gates=None, encoder_layer: int | None = None):
-        memory = self.encode(source, source_keep, gates, encoder_layer)
-        return self.decode(target, memory, source_keep, target_keep, gates)
+    def forward(self, source, source_keep, target, target_keep=None, encoder_layer: int | None = None):
+        memory = self.encode(source, source_keep, encoder_layer)
+        return self.decode(target, memory, source_keep, target_keep)
 
     @staticmethod
     def reorder_cache(cache, index):

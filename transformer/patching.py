@@ -204,7 +204,7 @@ def patch(tr, clean: str, corrupt: str, step: int | None = None, target=None) ->
         layers = c.n_encoder_layers if kind == "encoder_self" else c.n_decoder_layers
         heads[kind] = restored[position: position + layers * c.n_heads].reshape(layers, c.n_heads)
         position += layers * c.n_heads
-    pieces = tr.tokenizer
+    pieces = tr.engine.tokenizer
     return PatchResult(
         output_tokens=pieces.pieces(run.output_ids), fed_ids=list(run.fed_ids),
         clean_source_ids=list(run.clean_ids), corrupt_source_ids=list(run.corrupt_ids), step=run.step,

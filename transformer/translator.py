@@ -3,6 +3,8 @@
 It checks input, plans decoding, runs greedy, beam and forced decoding and assembles a
 `Translation`, calling only the engine interface (engine.py): `engine_ours.OursEngine` for our
 model, `hf.engine.HFEngine` for Hugging Face encoder-decoders. One call, one trace; no shared state.
+What is computed over a translation afterwards (explain, diagnose, lens, align, ...) is an analysis
+of analyses.py, which translate() runs by name and never imports itself.
 """
 from __future__ import annotations
 
@@ -11,11 +13,10 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 import numpy as np
 import torch
 
+from . import analyses as registry
 from .capture import AttentionTrace, Masks, no_capture, recording, trace_from
 from .config import ModelConfig
 from .decoding import Hypothesis
@@ -23,14 +24,11 @@ from .engine import Engine, Plan, default_device
 from .engine_ours import OursEngine, open_ours
 from .interventions import check_hooks, intervening
 from .language import check as check_language
-from .lens import Lens, check_encoder_layer, lens_points, read_lens
+from .lens import check_encoder_layer
 from .masks import causal_mask
 from .patching import PatchResult
 from .patching import patch as patch_pair
 from .sources import is_hf_source
-
-if TYPE_CHECKING:                     # the annotation only: explain.py imports torch-heavy helpers lazily
-    from .explain import Explanation
 
 __all__ = ["Step", "Translation", "Translator", "default_device"]
 
@@ -79,15 +77,25 @@ class Translation:
     forced: bool = False
     prefix_length: int = 0               # output pieces forced by prefix= (0 without a prefix)
     seconds: float = 0.0
-    explanation: "Explanation | None" = None   # explain=True only (transformer/explain.py)
-    diagnosis: object | None = None            # diagnose=True only (transformer/diagnosis.py)
     positional_kind: str = "sinusoidal"        # "sinusoidal" | "learned" | "relative_bias" (T5)
     decoder_positional_encoding: np.ndarray | None = None   # (T, d_model) what the decoder added
     position_bias: np.ndarray | None = None          # T5: (H, S, S) relative bias added to encoder scores
     decoder_position_bias: np.ndarray | None = None  # T5: (H, T, T) relative bias of decoder self-attention
-    lens: Lens | None = None             # lens=True only (transformer/lens.py)
     encoder_layer: int | None = None     # DecoderLens: the encoder layer the decoder read (None: plain)
-    alignment: list | None = None        # align=True only: [(source piece i, output piece j)] (analysis/aligner.py)
+    source_text: str = ""                # the text translated
+    head_mask: frozenset | None = None   # {(kind, layer, head)} switched off for this run, None: all on
+    hooks: tuple = ()                    # the points hooks= hooked in this run (their names)
+    analyses: dict = field(default_factory=dict)   # analysis name -> result (analyses.py)
+
+    # The analyses api.md names, under their own names (None unless asked for)
+    explanation = property(lambda self: self.analyses.get("explain"),               # explain/explanation.py
+                           lambda self, value: self.analyses.__setitem__("explain", value))
+    diagnosis = property(lambda self: self.analyses.get("diagnose"),                # diagnosis/scores.py
+                         lambda self, value: self.analyses.__setitem__("diagnose", value))
+    lens = property(lambda self: self.analyses.get("lens"),                         # lens.py
+                    lambda self, value: self.analyses.__setitem__("lens", value))
+    alignment = property(lambda self: self.analyses.get("align"),                   # analysis/aligner.py
+                         lambda self, value: self.analyses.__setitem__("align", value))
 
 
 class Translator:
@@ -96,8 +104,8 @@ class Translator:
 
     def __init__(self, model, tokenizer=None, card: dict | None = None, device=None):
         engine = model if isinstance(model, Engine) else OursEngine(model, tokenizer, card, device)
-        self.engine = engine
-        self.device, self.model, self.tokenizer = engine.device, engine.model, engine.tokenizer
+        self.engine = engine                 # what differs between families is asked of it, nowhere else
+        self.device = engine.device
         self.config: ModelConfig = engine.config
         self.card = engine.card
         self.source_lang, self.target_lang = engine.source_lang, engine.target_lang
@@ -123,16 +131,6 @@ class Translator:
                 file = self.path / "head_roles.json" if self.path is not None else None
                 self._roles = (json.loads(file.read_text(encoding="utf-8")) if file and file.is_file() else None,)
             return self._roles[0]
-
-    @property
-    def is_hf(self) -> bool:
-        """A Hugging Face model (tr.engine.family names which); False for ours."""
-        return self.engine.family != "ours"
-
-    @property
-    def family(self) -> str:
-        """"ours" or the Hugging Face model_type (the same as tr.engine.family)."""
-        return self.engine.family
 
     def language_check(self, text: str):
         """Is `text` in the language this model reads (self.source_lang)? A LanguageCheck
@@ -171,10 +169,11 @@ class Translator:
         if len(target) > self.config.max_target_len:
             raise ValueError(f"target has {len(target)} pieces; the model takes at most "
                              f"{self.config.max_target_len}")
-        return self.tokenizer.piece_ids(target)
+        return self.engine.tokenizer.piece_ids(target)
 
     def gates(self, head_mask):
-        """head_mask {(kind, layer, head)} -> the gates every engine method takes; None: all on."""
+        """head_mask {(kind, layer, head)} -> {kind: (layers, heads)} gates, None: all on; what a call
+        hands interventions.intervening (hooks on z), and what the decompositions read."""
         return self.engine.gates(head_mask)
 
     def _check_max_len(self, max_len) -> int | None:
@@ -195,7 +194,7 @@ class Translator:
         if isinstance(prefix, str):
             ids = self.engine.prefix_text_ids(prefix) if prefix.strip() else []
         elif isinstance(prefix, (list, tuple)) and all(isinstance(p, str) for p in prefix):
-            ids = self.tokenizer.piece_ids(list(prefix)) if prefix else []
+            ids = self.engine.tokenizer.piece_ids(list(prefix)) if prefix else []
         else:
             raise ValueError("prefix must be a text or a list of pieces (str)")
         if not ids:
@@ -209,7 +208,7 @@ class Translator:
         """ValueError: an end piece before the prefix's end, or more pieces than `limit` (the budget)."""
         for t, i in enumerate(ids[:-1]):
             if i in ends:
-                raise ValueError(f"prefix has the end piece {self.tokenizer.id_to_piece(i)!r} at position {t}, "
+                raise ValueError(f"prefix has the end piece {self.engine.tokenizer.id_to_piece(i)!r} at position {t}, "
                                  f"before its end: nothing can follow the end of a sentence")
         if len(ids) > limit:
             raise ValueError(f"prefix has {len(ids)} pieces, more than max_len={limit}: "
@@ -222,78 +221,75 @@ class Translator:
                   top_k: int = 5, length_penalty: float | None = None, target: str | list[str] | None = None,
                   head_mask=None, explain: bool = False, diagnose: bool = False,
                   prefix: str | list[str] | None = None, lens: bool = False,
-                  encoder_layer: int | None = None, align: bool = False, hooks: dict | None = None) -> Translation:
+                  encoder_layer: int | None = None, align: bool = False, hooks: dict | None = None,
+                  analyses=()) -> Translation:
         """Decode (greedy or beam) or, with `target`, force a reference: a text, or a list of
         pieces fed exactly (e.g. another run's output_tokens, so two runs align step by step).
         `prefix` (pieces, or a text segmented without </s>) forces the first output pieces, then
         decoding goes on from there; beam hypotheses all start with it. length_penalty None: ours
-        1.0, Hugging Face its generation config. explain=True adds `out.explanation`; lens=True
-        `out.lens` (the logit lens, transformer/lens.py). encoder_layer=k (DecoderLens): the decoder
-        reads encoder layer k's output (0-based, through the final encoder norm; the last = plain).
-        align=True sets `out.alignment`: source piece i linked to output piece j by the method
-        head_roles.json names (ALTI+ with mutual argmax where there is none; analysis/aligner.py).
+        1.0, Hugging Face its generation config. encoder_layer=k (DecoderLens): the decoder reads
+        encoder layer k's output (0-based, through the final encoder norm; the last = plain).
         hooks={point: fn(name, tensor)} reads or writes named points during this call's decoding and
-        forced passes (interventions.py; beam: the search and the pass over the returned hypothesis)."""
+        forced passes (interventions.py; beam: the search and the pass over the returned hypothesis);
+        head_mask is such a hook on the z points. analyses=(name, ...) runs those analyses of
+        analyses.py over the result (out.analyses[name]); explain=True, diagnose=True, lens=True and
+        align=True are the same for "explain" (out.explanation), "diagnose" (out.diagnosis), "lens"
+        (out.lens, the logit lens) and "align" (out.alignment: source piece i linked to output piece j
+        by the method head_roles.json names; ALTI+ with mutual argmax where there is none)."""
         started = time.perf_counter()
         if not isinstance(beam_size, (int, np.integer)) or beam_size < 1:
             raise ValueError(f"beam_size must be a positive integer, got {beam_size!r}")
-        e = self.engine
+        e, pieces = self.engine, self.engine.tokenizer
+        flags = {"explain": explain, "diagnose": diagnose, "lens": lens, "align": align}
+        asked = registry.asked([name for name, on in flags.items() if on] + registry.asked(analyses))
         source_ids, truncated = self.encode_source(text)
         max_len = self._check_max_len(max_len)
         prefix_ids = self._prefix_ids(prefix, target)
         gates = self.gates(head_mask)
-        layer = check_encoder_layer(encoder_layer, self.config.n_encoder_layers, explain or diagnose or align)
-        hooks = self._hooks(hooks, explain or diagnose or align)
+        layer = check_encoder_layer(encoder_layer, self.config.n_encoder_layers, registry.own_passes(asked))
+        hooks = self._hooks(hooks, registry.own_passes(asked))
         source = torch.tensor([source_ids], dtype=torch.long, device=self.device)           # (1, S)
         plan = e.plan(source, None, int(beam_size), max_len, length_penalty, 1 + len(prefix_ids))
         self._check_prefix(prefix_ids, plan.limits[0], plan.ends)
         beam_history, beam_final = None, None
-        residual = [point for _, point in lens_points(self.config.n_decoder_layers)] if lens else False
-        with recording(capture, residual) as recorder, intervening(hooks):
+        with recording(capture, registry.residual_reads(asked, self.config) or False) as recorder, \
+                intervening(hooks, gates):
             if target is not None:
                 output_ids = self.target_ids(target)
-                logits = self._forced(source, plan, output_ids, gates, layer)                 # (T, V)
+                logits = self._forced(source, plan, output_ids, layer)                        # (T, V)
             elif beam_size == 1:
-                tokens, step_logits = e.greedy(source, None, plan, gates, prefix_ids, layer)
+                tokens, step_logits = e.greedy(source, None, plan, prefix_ids, layer)
                 output_ids = tokens[0].tolist()
                 logits = torch.cat(step_logits, dim=0)                                        # (T, V)
             else:
                 with no_capture():
-                    result = e.beam(source, None, plan, gates, record=True, prefix=prefix_ids, encoder_layer=layer)[0]
+                    result = e.beam(source, None, plan, record=True, prefix=prefix_ids, encoder_layer=layer)[0]
                 output_ids, beam_final = result.output_ids, result.final
-                beam_history = [[Hypothesis(self.tokenizer.pieces(h.pieces), h.score, h.parent, h.finished,
+                beam_history = [[Hypothesis(pieces.pieces(h.pieces), h.score, h.parent, h.finished,
                                             h.log_prob) for h in step] for step in result.history]
                 # Steps and attention describe the returned hypothesis; a teacher-forced pass
                 # over it equals cached decoding (tested), and gives every row at once.
-                logits = self._forced(source, plan, output_ids, gates, layer)
+                logits = self._forced(source, plan, output_ids, layer)
         probs = torch.softmax(logits.float(), dim=-1)                                         # (T, V)
         T, S = len(output_ids), len(source_ids)
         attention = trace_from(recorder, self.config, S, T) if capture else None
-        lens_out = read_lens(e, recorder, output_ids, top_k, final_logits=logits) if lens else None
         fed_ids = [plan.start] + output_ids[:-1]
-        explanation = None
-        if explain:
-            from .explain import explain_run      # only when asked: the default path imports nothing more
-            explanation = explain_run(self, source_ids, fed_ids, output_ids, gates, reference_logits=logits)
         out = Translation(
-            text=self.tokenizer.decode(output_ids), source_tokens=self.tokenizer.source_pieces(source_ids),
-            target_tokens=self.tokenizer.pieces(fed_ids), output_tokens=self.tokenizer.pieces(output_ids),
+            text=pieces.decode(output_ids), source_tokens=pieces.source_pieces(source_ids),
+            target_tokens=pieces.pieces(fed_ids), output_tokens=pieces.pieces(output_ids),
             truncated=truncated, attention=attention,
             masks=Masks(source_padding=np.ones(S, dtype=bool), target_causal=causal_mask(T)),
             positional_encoding=e.positional_table("encoder", max(S, T)),
             source_embeddings=e.source_embeddings(source), steps=self._steps(output_ids, probs, top_k, attention),
             beam=beam_history, beam_final=beam_final, source_ids=source_ids, output_ids=output_ids,
             forced=target is not None, prefix_length=len(prefix_ids), seconds=time.perf_counter() - started,
-            explanation=explanation, positional_kind=e.positional_kind,
-            decoder_positional_encoding=e.positional_table("decoder", T),
+            positional_kind=e.positional_kind, decoder_positional_encoding=e.positional_table("decoder", T),
             position_bias=e.position_bias("encoder", S), decoder_position_bias=e.position_bias("decoder", T),
-            lens=lens_out, encoder_layer=layer)
-        if align:
-            from .analysis.aligner import align_pair           # only when asked
-            out.alignment = align_pair(self, source_ids, output_ids, text, out.text, self.head_roles, gates)
-        if diagnose:
-            from .diagnosis import diagnose as diagnosed       # only when asked
-            out.diagnosis = diagnosed(self, out, head_mask)
+            encoder_layer=layer, source_text=text, head_mask=_heads_off(head_mask) if gates is not None else None,
+            hooks=tuple(hooks or ()))
+        call = registry.Call(logits=logits, recorder=recorder, top_k=top_k)
+        for name in asked:
+            registry.run(name, self, out, call)
         return out
 
     def _hooks(self, hooks, analyses: bool):
@@ -314,19 +310,20 @@ class Translator:
         translation in both runs instead of the clean one's own greedy translation."""
         return patch_pair(self, clean, corrupt, step=step, target=target)
 
-    def _forced(self, source, plan: Plan, output_ids: list[int], gates, encoder_layer=None) -> torch.Tensor:
+    def _forced(self, source, plan: Plan, output_ids: list[int], encoder_layer=None) -> torch.Tensor:
         """Logits (T, V) of one teacher-forced pass feeding the start piece, then output_ids[:-1]."""
         fed = torch.tensor([[plan.start] + list(output_ids[:-1])], dtype=torch.long, device=self.device)
-        return self.engine.teacher_forced(source, None, fed, gates, encoder_layer)[0]
+        return self.engine.teacher_forced(source, None, fed, encoder_layer)[0]
 
     def _steps(self, output_ids, probs, top_k, attention):
+        piece = self.engine.tokenizer.id_to_piece
         k = max(0, min(int(top_k), probs.shape[-1]))
         top_p, top_i = probs.topk(k, dim=-1) if k else (None, None)
         steps = []
         for t, token_id in enumerate(output_ids):
-            alternatives = ([(self.tokenizer.id_to_piece(i), float(p))
+            alternatives = ([(piece(i), float(p))
                              for p, i in zip(top_p[t].tolist(), top_i[t].tolist())] if k else [])
-            step = Step(self.tokenizer.id_to_piece(token_id), float(probs[t, token_id]), alternatives, token_id)
+            step = Step(piece(token_id), float(probs[t, token_id]), alternatives, token_id)
             if attention is not None:
                 step.cross_attention = attention.cross[:, :, t, :]
                 step.decoder_self_attention = attention.decoder_self[:, :, t, : t + 1]
@@ -341,7 +338,7 @@ class Translator:
                         hooks: dict | None = None) -> list[str]:
         """The same texts as translate() one by one, padding handled exactly (each sentence keeps
         the budget a call of its own would get). batch_size None: the engine's (ours 64, HF 32).
-        hooks: as translate's, called once per batch of up to batch_size sentences."""
+        hooks: as translate's, called once per batch of up to batch_size sentences; head_mask too."""
         e = self.engine
         encoded = [self.encode_source(s)[0] for s in sentences]
         max_len = self._check_max_len(max_len)
@@ -351,19 +348,24 @@ class Translator:
         batch_size = batch_size or e.batch_size
         order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))   # similar lengths together
         results: list[str] = [""] * len(encoded)
-        with no_capture(), intervening(hooks):
+        with no_capture(), intervening(hooks, gates):
             for start in range(0, len(order), batch_size):
                 chunk = order[start:start + batch_size]
                 source, mask = e.batch([encoded[i] for i in chunk])                          # (B, S) each
                 plan = e.plan(source, mask, int(beam_size), max_len, length_penalty)
                 if beam_size == 1:
-                    tokens, _ = e.greedy(source, mask, plan, gates, encoder_layer=layer)
+                    tokens, _ = e.greedy(source, mask, plan, encoder_layer=layer)
                     outputs = [tokens[row, : plan.limits[row]].tolist() for row in range(len(chunk))]
                 else:
-                    outputs = [r.output_ids for r in e.beam(source, mask, plan, gates, encoder_layer=layer)]
+                    outputs = [r.output_ids for r in e.beam(source, mask, plan, encoder_layer=layer)]
                 for row, i in enumerate(chunk):
-                    results[i] = self.tokenizer.decode(_until_end(outputs[row], plan.ends))
+                    results[i] = e.tokenizer.decode(_until_end(outputs[row], plan.ends))
         return results
+
+
+def _heads_off(head_mask) -> frozenset:
+    """A checked head_mask (Engine.gates took it) as {(kind, layer, head)} of plain ints."""
+    return frozenset((str(kind), int(layer), int(head)) for kind, layer, head in head_mask)
 
 
 def _until_end(ids: list[int], ends) -> list[int]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from transformer.hf.arch import language_codes, t5_tasks
+from transformer.hf.families import chooses_languages, config_tasks
 from transformer.hf.load import load_tokenizer, read_config
 
 from ..server.settings import RESCAN_SECONDS
@@ -72,8 +73,8 @@ def model_info(path: str, stamp=None) -> ModelInfo:
     """Read once per config.json version (`stamp`), not on every run."""
     config = _read_config(path)
     if "model_type" in config:
-        params = config.get("task_specific_params") if config["model_type"] == "t5" else None
-        tasks = tuple((t.source, t.target) for t in t5_tasks(SimpleNamespace(task_specific_params=params)))
+        named = SimpleNamespace(task_specific_params=config_tasks(config))      # T5's; None for the others
+        tasks = tuple((t.source, t.target) for t in t5_tasks(named))
         source, target = tasks[0] if tasks else ("", "")      # what Translator.load picks without languages
         return ModelInfo(True, str(config["model_type"]), source, target, tasks)
     return ModelInfo(False, "atlas", str(config.get("source_lang", "src")), str(config.get("target_lang", "tgt")))
@@ -111,7 +112,7 @@ def translation_tasks(path: str) -> tuple:
 def language_options(path: str) -> tuple[tuple, str, str]:
     """(language codes, default source, default target) of a multilingual Hugging Face model;
     ([], "", "") for a model with one language pair. Reads the tokenizer only."""
-    if not model_info(path).hf or model_info(path).model_type not in ("m2m_100", "mbart"):
+    if not model_info(path).hf or not chooses_languages(model_info(path).model_type):
         return (), "", ""
     tokenizer = load_tokenizer(Path(path), read_config(Path(path)))
     codes = tuple(language_codes(tokenizer))

@@ -107,7 +107,7 @@ def _diagnose(model: ModelRef, device: str, source: tuple, start: tuple, output:
     translator = get_translator(model, device)
     with translation_slot(slots):
         try:
-            tok = translator.tokenizer
+            tok = translator.engine.tokenizer
             output_ids = tok.piece_ids(output)
             item = Item(tok.piece_ids(source), tok.piece_ids(start) + output_ids[:-1], output_ids,
                         list(source), list(output), free=free)

@@ -16,7 +16,6 @@ import streamlit as st
 # imports one of its submodules can deadlock in importlib (seen under a crowd on a cold server)
 from transformer.analysis.head_importance import load_head_importance
 from transformer.explain.explanation import method_scores
-from transformer.explain.model_view import EXPLAIN_FAMILIES
 from transformer.explain.faithfulness import perturbation_summary, perturbation_test, rank_correlations
 
 from .translation import get_translator, translation_slot
@@ -34,11 +33,10 @@ METHOD_LABELS = {"attention": "raw cross-attention (mean of layers and heads)",
 def explain_unavailable(translator) -> str | None:
     """None when translate(explain=True) works for this model (every family Translator.load opens,
     T5 included), else why not (one sentence): a guard for a model type added without a description."""
-    family = translator.engine.family
-    if family in EXPLAIN_FAMILIES:
+    if translator.engine.explainable:
         return None
-    return (f"Norm-based attention, ALTI+ and saliency are unavailable for the {family} family: its layers "
-            "are not described for the decomposition (supported: " + ", ".join(EXPLAIN_FAMILIES) + ").")
+    return (f"Norm-based attention, ALTI+ and saliency are unavailable for the {translator.engine.family} family: "
+            "its layers are not described for the decomposition.")
 
 
 def _run_explained(translator, text: str, beam_size: int, target, head_mask: tuple):

@@ -66,7 +66,7 @@ def _patch_sweep(key: RunKey, slots: int) -> PatchSweep | PatchFailed:
         except Exception as exc:  # noqa: BLE001 - a model the sweep does not fit: the rest of Compare stays
             LOG.exception("patching failed")
             return hold(name, PatchFailed(f"it failed for this model ({type(exc).__name__})"))
-    pieces = translator.tokenizer.pieces
+    pieces = translator.engine.tokenizer.pieces
     freeze = (lambda a: None if a is None else read_only(np.array(a, dtype=np.float64)))
     return hold(name, PatchSweep(
         encoder=freeze(res.encoder), heads={kind: freeze(value) for kind, value in res.heads.items()},

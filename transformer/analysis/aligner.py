@@ -94,9 +94,9 @@ class PairWords:
 
 def pair_words(tr, source_ids: list, output_ids: list, source_tokens: list[str],
                target_tokens: list[str]) -> PairWords:
-    specials = {tr.tokenizer.id_to_piece(i) for i in tr.engine.special_ids}
-    sw, ns = piece_words(tr.tokenizer.source_pieces(source_ids), source_tokens, specials)
-    tw, nt = piece_words(tr.tokenizer.pieces(output_ids), target_tokens, specials)
+    specials = {tr.engine.tokenizer.id_to_piece(i) for i in tr.engine.special_ids}
+    sw, ns = piece_words(tr.engine.tokenizer.source_pieces(source_ids), source_tokens, specials)
+    tw, nt = piece_words(tr.engine.tokenizer.pieces(output_ids), target_tokens, specials)
     return PairWords(sw, ns, tw, nt)
 
 
@@ -120,3 +120,9 @@ def align_pair(tr, source_ids: list, output_ids: list, source_text: str, output_
     scores = method_scores(spec["method"], word_maps, map_names(c.n_decoder_layers, c.n_heads),
                            roles.get("combination") if roles else None, c.n_heads)
     return piece_links(links_from_scores(scores, spec["rule"]), words.source, words.target)
+
+
+def align_of(tr, out, call) -> list[tuple[int, int]]:
+    """The analysis (transformer/analyses.py): out.alignment under its head_mask."""
+    return align_pair(tr, out.source_ids, out.output_ids, out.source_text, out.text, tr.head_roles,
+                      tr.gates(out.head_mask))

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from ..capture import KINDS, normalize_head_mask
+from ..interventions import gate_hooks, intervening
 from ..training.data import REPO_ROOT, collate, read_split, token_batches
 from ..training.evaluate import score_texts
 from ..model import PAD_ID, Transformer
@@ -71,7 +72,7 @@ class Corpus:
         self.sources, self.references = sources, references
         limit_t = tr.config.max_target_len - 1
         src = [tr.encode_source(s)[0] for s in sources]
-        tgt = [tr.tokenizer.encode_ids(t)[:limit_t] for t in references]
+        tgt = [tr.engine.tokenizer.encode_ids(t)[:limit_t] for t in references]
         order = token_batches(src, tgt, max_tokens, torch.Generator().manual_seed(0))
         self.batches = [tuple(t.to(tr.device) for t in collate(b, src, tgt)) for b in order]
         self.tokens = sum(len(t) + 1 for t in tgt)           # scored pieces, </s> included
@@ -106,16 +107,18 @@ def encoder_memories(model: Transformer, corpus: Corpus) -> list[torch.Tensor]:
 
 @torch.inference_mode()
 def corpus_loss(model: Transformer, corpus: Corpus, gates=None, memories=None) -> float:
-    """Token-level mean cross-entropy over the corpus. gates: as normalize_head_mask returns.
-    memories: reuse these encoder outputs (only valid when no encoder head is gated)."""
+    """Token-level mean cross-entropy over the corpus. gates: as normalize_head_mask returns, applied
+    as translate applies head_mask (hooks on z). memories: reuse these encoder outputs (only valid
+    when no encoder head is gated)."""
     total = 0.0
-    for b, (src, fed, gold) in enumerate(corpus.batches):
-        keep = src != PAD_ID
-        if memories is not None:
-            logits = model.decode(fed, memories[b], keep, fed != PAD_ID, gates)
-        else:
-            logits = model(src, keep, fed, fed != PAD_ID, gates)
-        total += float(_summed_nll(logits, gold))
+    with intervening(None, gates):
+        for b, (src, fed, gold) in enumerate(corpus.batches):
+            keep = src != PAD_ID
+            if memories is not None:
+                logits = model.decode(fed, memories[b], keep, fed != PAD_ID)
+            else:
+                logits = model(src, keep, fed, fed != PAD_ID)
+            total += float(_summed_nll(logits, gold))
     return total / corpus.tokens
 
 
@@ -141,7 +144,8 @@ def michel_importance(model: Transformer, corpus: Corpus, progress: bool = False
                 # per-row gates (layers, B, heads): row x's gradient is dL(x)/dxi, not the batch's
                 gates = {k: torch.ones(n, B, cfg.n_heads, device=src.device, requires_grad=True)
                          for k, n in counts.items()}
-                _summed_nll(model(src, src != PAD_ID, fed, fed != PAD_ID, gates), gold).backward()
+                with intervening(gate_hooks(gates, every_module=True)):      # z * gate, every module
+                    _summed_nll(model(src, src != PAD_ID, fed, fed != PAD_ID), gold).backward()
                 for k in counts:
                     total[k] += gates[k].grad.abs().sum(dim=1).double().cpu()
     finally:
@@ -206,10 +210,10 @@ def analyze(tr, model_dir, data_dir, split: str = "val", limit: int | None = Non
             resume_file=None, bleu_sentences: int = 200, prune_step: float = 0.1, max_tokens: int = 3000,
             command: str = "", fresh: bool = False, progress: bool = True) -> dict:
     """Run (or finish) the analysis and write head_importance.json; returns its content."""
-    if not isinstance(tr.model, Transformer):
+    if not isinstance(tr.engine.model, Transformer):
         raise ValueError(f"{model_dir}: analyze supports Attention Atlas model directories only")
     started = time.time()
-    model, cfg, model_dir = tr.model, tr.config, Path(model_dir)
+    model, cfg, model_dir = tr.engine.model, tr.config, Path(model_dir)
     out = Path(out) if out else model_dir / RESULT_FILE
     resume_file = Path(resume_file) if resume_file else default_resume_file(model_dir, split, limit)
     corpus = Corpus(tr, data_dir, split, limit, max_tokens)

@@ -51,7 +51,7 @@ def piece_frequencies(tr, lines: list[str], side: str) -> np.ndarray:
     for line in lines:
         if line.strip():
             counts.update(tr.engine.source_ids(line)[0] if side == "source" else tr.engine.target_text_ids(line))
-    out = np.zeros(len(tr.tokenizer), dtype=np.int64)
+    out = np.zeros(len(tr.engine.tokenizer), dtype=np.int64)
     for i, n in counts.items():
         if 0 <= i < len(out):
             out[i] = n
@@ -130,7 +130,7 @@ def collect(tr, corpus: Corpus, frequencies: dict, progress=None, budget: int | 
     got = _Collected({kind: RoleCounts.zeros(layers[kind], c.n_heads) for kind in KINDS},
                      [None] * len(corpus.sources))
     pairs = [(tr.encode_source(s)[0], tr.target_ids(t)) for s, t in zip(corpus.sources, corpus.targets)]
-    specials = np.zeros(len(tr.tokenizer), dtype=bool)
+    specials = np.zeros(len(tr.engine.tokenizer), dtype=bool)
     specials[[i for i in tr.engine.special_ids if 0 <= i < len(specials)]] = True
 
     def reduce(b: PassBatch) -> None:

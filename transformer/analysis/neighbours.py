@@ -6,9 +6,9 @@ similarity of its input embedding row to the query: the row of `ids`, or the mea
 a word is several pieces (the word is swapped as a whole). Left out: the special pieces (padding,
 <unk>, <s>, </s>, language codes, any piece the tokenizer marks special) and the query pieces
 themselves. `word_start=True` keeps only pieces that begin a word (▁ / Ġ), so a swap replaces a
-whole word by a whole word. Works for our models (`model.source_embedding`) and every Hugging Face
-family (`model.get_encoder().embed_tokens`; Marian with separate vocabularies reads source ids by
-its source vocabulary). `swap_word` turns a swap into the edited sentence.
+whole word by a whole word. Works for every family: the engine answers what its source vocabulary is
+(engine.py; Marian with separate vocabularies reads source ids by its source vocabulary).
+`swap_word` turns a swap into the edited sentence.
 """
 from __future__ import annotations
 
@@ -36,49 +36,7 @@ class Neighbour:
 
 def source_embedding_matrix(translator) -> np.ndarray:
     """(V, D) float32: the source-side input embedding rows (before any scale: cosine ignores it)."""
-    model = translator.model
-    if translator.is_hf:                                        # Hugging Face encoder-decoders
-        weight = model.get_encoder().embed_tokens.weight
-    else:                                                       # ours
-        weight = model.source_embedding.weight
-    return weight.detach().float().cpu().numpy()
-
-
-def _pieces_of(translator, ids: list[int]) -> list[str]:
-    """Source pieces of `ids` ("" for an id without one), HF tokenizers only."""
-    tokenizer = translator.tokenizer
-    source = tokenizer.source_vocab                             # Marian with separate vocabularies
-    if source is not None:
-        return [source.get(i, "") for i in ids]
-    return [str(p) if p is not None else "" for p in tokenizer.hf.convert_ids_to_tokens(list(ids))]
-
-
-def _special_among(translator, ids, pieces: list[str] | None = None) -> set:
-    """The special ids among `ids` (control, unknown and unused pieces, language codes, ids without
-    a piece). `pieces`, when the caller has them, are those of `ids` in order; a swap asks about
-    one sentence's ids only, without reading the whole vocabulary."""
-    ids = [int(i) for i in ids]
-    tokenizer = translator.tokenizer
-    if not translator.is_hf:                                    # ours: sentencepiece
-        sp = tokenizer.sp
-        return {i for i in ids if i in (0, 1, 2, 3) or sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i)}
-    hf = tokenizer.hf
-    special = {int(i) for i in hf.all_special_ids if i is not None}
-    special |= {int(i) for i in getattr(hf, "lang_code_to_id", {}).values()}
-    pieces = _pieces_of(translator, ids) if pieces is None else pieces
-    return {i for i, piece in zip(ids, pieces) if i in special or not piece}
-
-
-def _vocabulary(translator, rows: int) -> tuple[list[str], set]:
-    """(pieces by source id, special ids) for the first `rows` ids that have a piece."""
-    tokenizer = translator.tokenizer
-    if not translator.is_hf:
-        size = min(rows, len(tokenizer))
-        return tokenizer.pieces(range(size)), _special_among(translator, range(size))
-    source = tokenizer.source_vocab
-    size = min(rows, max(source) + 1 if source is not None else len(tokenizer))
-    pieces = _pieces_of(translator, list(range(size)))
-    return pieces, _special_among(translator, range(size), pieces)
+    return translator.engine.source_embedding_weight().detach().float().cpu().numpy()
 
 
 def is_word_start(piece: str) -> bool:
@@ -97,7 +55,7 @@ def nearest_pieces(translator, ids, k: int = 8, *, word_start: bool = False, amo
     if not query_ids:
         raise ValueError("no piece to find neighbours for")
     matrix = source_embedding_matrix(translator)                                 # (V, D)
-    pieces, special = _vocabulary(translator, matrix.shape[0])
+    pieces, special = translator.engine.source_vocabulary(matrix.shape[0])
     size = len(pieces)
     for i in query_ids:
         if not 0 <= i < size:
@@ -121,14 +79,7 @@ def nearest_pieces(translator, ids, k: int = 8, *, word_start: bool = False, amo
 
 def source_ids(translator, pieces) -> list[int]:
     """Source pieces (Translation.source_tokens) back to source-side ids."""
-    source = translator.tokenizer.source_vocab if translator.is_hf else None
-    if source is not None:
-        by_piece = {piece: i for i, piece in source.items()}
-        missing = [p for p in pieces if p not in by_piece]
-        if missing:
-            raise ValueError(f"{missing[0]!r} is not a piece of this source vocabulary")
-        return [by_piece[p] for p in pieces]
-    return translator.tokenizer.piece_ids(pieces)
+    return translator.engine.source_piece_ids(pieces)
 
 
 def swap_word(translator, pieces, start: int, stop: int, replacement: str) -> str:
@@ -139,14 +90,10 @@ def swap_word(translator, pieces, start: int, stop: int, replacement: str) -> st
     if not 0 <= start < stop <= len(pieces):
         raise ValueError(f"no pieces {start}..{stop} in a sentence of {len(pieces)}")
     ids = source_ids(translator, pieces)
-    special = _special_among(translator, ids)
+    special = translator.engine.source_special(ids)
     keep = [p for i, p in zip(ids[:start], pieces[:start]) if i not in special]
     tail = [p for i, p in zip(ids[stop:], pieces[stop:]) if i not in special]
-    edited = keep + [str(replacement)] + tail
-    if not translator.is_hf:
-        return "".join(edited).replace(WORD_MARKERS[0], " ").strip()
-    with translator.tokenizer.lock:
-        return translator.tokenizer.hf.convert_tokens_to_string(edited).strip()
+    return translator.engine.join_pieces(keep + [str(replacement)] + tail)
 
 
 __all__ = ["Neighbour", "nearest_pieces", "source_embedding_matrix", "source_ids", "swap_word", "is_word_start"]
@@ -162,8 +109,8 @@ if __name__ == "__main__":          # a quick look: python -m transformer.analys
 
 def source_side_counts(translator, sentences) -> np.ndarray:
     """(V,) int64: how often each piece id occurs when the source sentences are tokenised."""
-    counts = np.zeros(len(translator.tokenizer), dtype=np.int64)
-    for ids in translator.tokenizer.encode_batch(list(sentences)):
+    counts = np.zeros(len(translator.engine.tokenizer), dtype=np.int64)
+    for ids in translator.engine.source_id_rows(sentences):
         np.add.at(counts, ids, 1)
     return counts
 

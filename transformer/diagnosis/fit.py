@@ -142,7 +142,7 @@ def featurise(tr, all_cases, reverse=None) -> Fitted:
     signals = compute_signals(tr, items, tr.gates(None), lexicon=lexicon)
     if reverse is not None:
         add_reverse(reverse, items, signals, special)
-    return Fitted(all_cases, [features(s, c.item, special, lexicon, tr.tokenizer.id_to_piece)
+    return Fitted(all_cases, [features(s, c.item, special, lexicon, tr.engine.tokenizer.id_to_piece)
                               for s, c in zip(signals, all_cases)])
 
 

@@ -43,7 +43,7 @@ EXPERT_SLOPE = 2.0
 
 def featurise(tr, reverse, items) -> list[dict]:
     special, lexicon = frozenset(tr.engine.special_ids), lexicon_for(tr)
-    return [free_features(s, it, special, lexicon, tr.tokenizer.id_to_piece, tr.source_lang, tr.target_lang)
+    return [free_features(s, it, special, lexicon, tr.engine.tokenizer.id_to_piece, tr.source_lang, tr.target_lang)
             for s, it in zip(compute_free_signals(tr, reverse, items), items)]
 
 

@@ -167,7 +167,7 @@ def roc_auc(scores, labels) -> float:
 
 def label(tr, cases: list[RealCase]) -> list[RealCase]:
     """Items and piece labels, from the model's own tokenisation of each (source, target)."""
-    special_pieces = set(getattr(tr.tokenizer, "special_pieces", ()) or ()) | {"</s>", "<s>", "<pad>", "<unk>"}
+    special_pieces = set(getattr(tr.engine.tokenizer, "special_pieces", ()) or ()) | {"</s>", "<s>", "<pad>", "<unk>"}
     for c in cases:
         c.item = make_item(tr, c.source, c.target)
         src_words = piece_words(c.item.source_pieces, c.source, special_pieces)

@@ -62,7 +62,7 @@ def reverse_for(tr):
     """The Translator of the other direction beside `tr`'s folder (same vocabulary), or None: Hugging
     Face models, a folder copied alone, or one whose neighbour has another vocabulary. Loaded once
     per folder and device, like the lexicon; it is only read (forced passes), never captured."""
-    if getattr(tr, "path", None) is None or getattr(tr, "is_hf", False):
+    if getattr(tr, "path", None) is None:             # a Hugging Face folder has no config of ours: None
         return None
     folder = _reverse_folder(str(Path(tr.path).resolve()))
     return None if folder is None else _load(type(tr), folder, str(tr.device))

@@ -284,13 +284,13 @@ def diagnosis_weights(tr) -> dict:
     candidates = []
     if card.get("path"):
         candidates.append(Path(str(card["path"])) / WEIGHTS_FILE)
-    if card.get("name") and not tr.is_hf:
+    if card.get("name"):                  # a card of ours, by name and size (a Hugging Face card says its "source")
         for folder in sorted((REPO_ROOT / "pretrained").glob("*")):
             try:
                 other = _read_weights(str(folder / "card.json"))
             except (OSError, ValueError):
                 continue
-            if other.get("name") == card.get("name") and other.get("parameters") == card.get("parameters"):
+            if all(other.get(key) == card.get(key) for key in ("name", "parameters", "source")):
                 candidates.append(folder / WEIGHTS_FILE)
     for path in candidates:
         if path.is_file():
@@ -401,7 +401,7 @@ def _expected_words(f: dict, a: int, b: int) -> str:
 
 def item_of(tr, out) -> Item:
     """The Item a Translation describes (its source ids, fed start token and output ids)."""
-    fed = tr.tokenizer.piece_ids(out.target_tokens[:1]) + list(out.output_ids[:-1])
+    fed = tr.engine.tokenizer.piece_ids(out.target_tokens[:1]) + list(out.output_ids[:-1])
     return Item(list(out.source_ids), fed, list(out.output_ids), list(out.source_tokens), list(out.output_tokens),
                 free=not getattr(out, "forced", False))
 
@@ -504,7 +504,7 @@ def diagnose_items(tr, items: list[Item], head_mask=None, weights: dict | None =
     if free:
         mine = [items[k] for k in free]
         for k, it, sig in zip(free, mine, compute_free_signals(tr, reverse, mine, tr.gates(head_mask), budget, bf16)):
-            f = free_features(sig, it, special, lexicon, tr.tokenizer.id_to_piece, getattr(tr, "source_lang", None),
+            f = free_features(sig, it, special, lexicon, tr.engine.tokenizer.id_to_piece, getattr(tr, "source_lang", None),
                               getattr(tr, "target_lang", None))
             found[k] = free_scored(f, free_model, it)
     if given:
@@ -513,7 +513,7 @@ def diagnose_items(tr, items: list[Item], head_mask=None, weights: dict | None =
         if wants_reverse and reverse is not None:
             add_reverse(reverse, mine, signals, special, budget, bf16)
         for k, sig, it in zip(given, signals, mine):
-            found[k] = combine(sig, weights, it, special, lexicon, tr.tokenizer.id_to_piece)
+            found[k] = combine(sig, weights, it, special, lexicon, tr.engine.tokenizer.id_to_piece)
             if wants_reverse and reverse is None:      # the weights read a column this folder cannot give: it is 0
                 found[k].missing.append("reverse_support")
     return [_summarised(d, it) for d, it in zip(found, items)]
@@ -522,3 +522,8 @@ def diagnose_items(tr, items: list[Item], head_mask=None, weights: dict | None =
 def diagnose(tr, out, head_mask=None, weights: dict | None = None) -> Diagnosis:
     """The Diagnosis of one Translation (free or forced, ours or Hugging Face)."""
     return diagnose_items(tr, [item_of(tr, out)], head_mask, weights)[0]
+
+
+def diagnose_of(tr, out, call) -> Diagnosis:
+    """The analysis (transformer/analyses.py): out's Diagnosis under its head_mask."""
+    return diagnose(tr, out, out.head_mask)

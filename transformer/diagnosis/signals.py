@@ -46,8 +46,8 @@ def make_item(tr, source: str, target) -> Item:
     """An Item for forcing `target` (text or pieces) on `source`, without a translate() call."""
     source_ids, _ = tr.encode_source(source)
     output_ids = tr.target_ids(target)
-    pieces = tr.tokenizer.source_pieces(source_ids)
-    return Item(source_ids, [tr.engine.start_id] + output_ids[:-1], output_ids, pieces, tr.tokenizer.pieces(output_ids))
+    pieces = tr.engine.tokenizer.source_pieces(source_ids)
+    return Item(source_ids, [tr.engine.start_id] + output_ids[:-1], output_ids, pieces, tr.engine.tokenizer.pieces(output_ids))
 
 
 @dataclass
@@ -210,9 +210,9 @@ def compute_signals(tr, items: list[Item], gates=None, budget: int | None = None
         candidates = []
         for n, (it, (null, words, deleted)) in enumerate(zip(items, plans)):
             out_words = word_texts(it.output_pieces, word_groups(it.output_pieces, it.output_ids, special))
-            candidates.append(lexicon.insertions(*full[2 * n][1], tr.tokenizer.id_to_piece,
+            candidates.append(lexicon.insertions(*full[2 * n][1], tr.engine.tokenizer.id_to_piece,
                                                  texts[n], list(left_out[n]), out_words,
-                                                 boundary=boundaries(it.output_ids, tr.tokenizer.id_to_piece, special)))
+                                                 boundary=boundaries(it.output_ids, tr.engine.tokenizer.id_to_piece, special)))
         for n, found in enumerate(put_back(tr, items, [s.log_p for s in out], candidates, gates, budget, bf16)):
             out[n].insertion = found
     return out
@@ -247,7 +247,7 @@ def put_back(tr, items: list, log_p: list, candidates: list[dict], gates=None, b
     (Lexicon.insertions): the completed put-back of largest gain, gain = log p(translation with the
     pieces put in at step) - log p(translation) (log_p: the items' (T,) log p under the full source)."""
     special = tr.engine.special_ids
-    piece_text = tr.tokenizer.id_to_piece
+    piece_text = tr.engine.tokenizer.id_to_piece
     limit = getattr(getattr(tr, "config", None), "max_target_len", None)
     live = [(n, w, step, pull, (piece,)) for n, found in enumerate(candidates)
             for w, options in found.items() for pull, step, piece in options]

@@ -67,7 +67,7 @@ def contrastive_saliency(translator, out, step: int, alternative: str, chosen: s
     if chosen == alternative:
         raise ValueError(f"the alternative must differ from the chosen piece ({chosen!r})")
     view = model_view(translator)                       # ValueError for an unsupported family
-    tokenizer = translator.tokenizer
+    tokenizer = translator.engine.tokenizer
     source_ids = tokenizer.piece_ids(list(out.source_tokens))
     fed_ids = tokenizer.piece_ids(list(out.target_tokens[: step + 1]))
     chosen_id, alternative_id = tokenizer.piece_ids([chosen, alternative])

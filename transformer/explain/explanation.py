@@ -15,6 +15,7 @@ import torch
 
 from .alti import decompose
 from ..capture import no_capture
+from ..interventions import intervening
 from .model_view import model_view
 
 
@@ -101,3 +102,16 @@ def method_scores(out) -> dict[str, np.ndarray]:
             "norm": rows(ex.norm_cross_layer.mean(axis=0)),
             "alti+": rows(ex.source_contribution),
             "saliency": rows(ex.saliency_source)}
+
+
+def explain_of(tr, out, call) -> Explanation:
+    """The analysis (transformer/analyses.py): out's Explanation under its head_mask. logits_check
+    compares the re-run against the call's own logits, or, for a translation made earlier, against
+    the engine's teacher-forced pass over it."""
+    fed_ids = [tr.engine.start_id] + list(out.output_ids[:-1])
+    gates, reference = tr.gates(out.head_mask), call.logits
+    if reference is None:
+        fed = torch.tensor([fed_ids], device=tr.device)
+        with torch.inference_mode(), no_capture(), intervening(None, gates):
+            reference = tr.engine.teacher_forced(torch.tensor([out.source_ids], device=tr.device), None, fed)[0]
+    return explain_run(tr, out.source_ids, fed_ids, out.output_ids, gates, reference_logits=reference)

@@ -43,7 +43,7 @@ def perturbation_test(tr, out, scores: dict | None = None, ks=(1, 3), head_mask=
     scores = dict(method_scores(out) if scores is None else scores)
     source, output = list(out.source_ids), list(out.output_ids)
     T, S = len(output), len(source)
-    fed = tr.tokenizer.piece_ids(out.target_tokens[:1]) + output[:-1]
+    fed = tr.engine.tokenizer.piece_ids(out.target_tokens[:1]) + output[:-1]
     special = tr.engine.special_ids
     candidates = np.array([j for j, i in enumerate(source) if i not in special])
     if random_baseline:

@@ -14,16 +14,7 @@ import torch
 from torch import nn
 
 from ..capture import FINAL_NORM, RESIDUAL_POINTS, residual_name
-
-# model_type -> (positional kind, norm_first). m2m_100 covers NLLB (dense); mbart covers mBART-50.
-FAMILIES = {
-    "marian": ("sinusoidal", False),
-    "m2m_100": ("sinusoidal", True),
-    "mbart": ("learned", True),
-    "bart": ("learned", False),
-    "t5": ("relative_bias", True),
-}
-SUPPORTED = tuple(FAMILIES)
+from .families import FAMILIES, SUPPORTED  # noqa: F401  (the records; SUPPORTED for load.py's messages)
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "ro": "Romanian"}   # T5 task prefixes
 
 
@@ -60,8 +51,9 @@ class Site:
 
 def hf_config(config, tokenizer_max: int | None) -> HFModelConfig:
     family = config.model_type
-    kind, norm_first = FAMILIES[family]
-    if family == "t5":
+    record = FAMILIES[family]
+    kind, norm_first = record.positional_kind, record.norm_first
+    if record.layout == "t5":
         heads, d_head = config.num_heads, config.d_kv
         enc, dec, d_ff = config.num_layers, config.num_decoder_layers, config.d_ff
         positions = getattr(config, "n_positions", None) or 512     # relative: a convention, not a table
@@ -117,7 +109,7 @@ class ResidualSite:
 
 
 def _layers(stack, family: str):
-    return stack.block if family == "t5" else stack.layers
+    return stack.block if FAMILIES[family].layout == "t5" else stack.layers
 
 
 def final_norm(stack) -> nn.Module | None:
@@ -137,14 +129,14 @@ def residual_sites(model) -> list[ResidualSite]:
         layers = _layers(stack, family)
         for i, layer in enumerate(layers):
             sites.append(ResidualSite(residual_name(stack_name, i, "resid_pre"), layer, "input"))
-            if family == "t5":
+            if FAMILIES[family].layout == "t5":
                 where = [(layer.layer[j], "output", None) for j in range(len(mids))]
             else:
                 norms = [layer.self_attn_layer_norm] + ([layer.encoder_attn_layer_norm] if len(mids) == 2 else [])
                 norms.append(layer.final_layer_norm)
                 blocks = [layer.self_attn] + ([layer.encoder_attn] if len(mids) == 2 else [])
                 before = [residual_name(stack_name, i, p) for p in RESIDUAL_POINTS[stack_name][:-1]]
-                where = ([(n, "input", (before[j], blocks[j])) for j, n in enumerate(norms[1:])] if FAMILIES[family][1]
+                where = ([(n, "input", (before[j], blocks[j])) for j, n in enumerate(norms[1:])] if FAMILIES[family].norm_first
                          else [(n, "output", None) for n in norms[:-1]])
             sites += [ResidualSite(residual_name(stack_name, i, p), m, r, a) for p, (m, r, a) in zip(mids, where)]
             sites.append(ResidualSite(residual_name(stack_name, i, "resid_post"), layer, "output"))
@@ -232,7 +224,8 @@ def _code_id(tokenizer, code: str, what: str, name: str) -> int:
 
 def languages(family: str, config, tokenizer, source: str | None, target: str | None, name: str) -> Languages:
     """Choose language codes per family and set the tokenizer's once (it is per translator)."""
-    if family in ("m2m_100", "mbart") and language_codes(tokenizer):
+    how = FAMILIES[family].languages
+    if how == "codes" and language_codes(tokenizer):
         source = source or getattr(tokenizer, "src_lang", None)
         target = target or getattr(tokenizer, "tgt_lang", None)
         if not source or not target:
@@ -242,7 +235,7 @@ def languages(family: str, config, tokenizer, source: str | None, target: str | 
         target_id = _code_id(tokenizer, target, "target_lang", name)
         tokenizer.src_lang, tokenizer.tgt_lang = source, target
         return Languages(source, target, overrides={"forced_bos_token_id": target_id})
-    if family == "marian":
+    if how == "marian":
         source = source or getattr(tokenizer, "source_lang", None) or ""
         target = target or getattr(tokenizer, "target_lang", None) or ""
         codes = [t for t in tokenizer.get_vocab() if re.match(r"^>>\w+<<$", t)]
@@ -250,7 +243,7 @@ def languages(family: str, config, tokenizer, source: str | None, target: str | 
             raise ValueError(f"{name}: this Marian model writes several languages; pass target_lang= "
                              f"one of {sorted(c[2:-2] for c in codes)[:12]}")
         return Languages(source, target, prefix=f">>{target}<< " if codes else "")
-    if family == "t5":
+    if how == "task":
         return t5_languages(config, source, target, name)
     return Languages(source or "", target or "")
 

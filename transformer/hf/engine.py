@@ -1,7 +1,7 @@
 """A Hugging Face encoder-decoder as an engine (transformer/engine.py), for `Translator`.
 
 Family facts come from arch.py, decoding from generation.py (generate()'s own settings and
-processors), capture and gates from hooks.py (installed once at load; per-call state in
+processors), capture and interventions (head gates among them) from hooks.py (installed once at load; per-call state in
 ContextVars). The one shared mutable thing, the tokenizer (Marian and M2M100 switch modes for
 targets), is used under `lock`. Import this module only after runtime() (translator.open_engine does).
 """
@@ -15,9 +15,11 @@ import torch
 from transformers.modeling_outputs import BaseModelOutput
 
 from ..engine import Engine, Plan, default_device, shared_sources
-from . import arch, load
+from ..view import ModelView
+from . import arch, load, view
+from .families import FAMILIES
 from .generation import beam_search, greedy, make_plan
-from .hooks import gating, install_module_hooks
+from .hooks import install_module_hooks
 
 
 class HFPieces:
@@ -79,6 +81,7 @@ class HFEngine(Engine):
         self.positional_kind = self.config.positional_kind
         self.card = dict(card, source_lang=self.source_lang, target_lang=self.target_lang,
                          positional_kind=self.positional_kind)
+        self.explainable = FAMILIES[self.family].layout in view.LAYOUTS
         self.special_ids = frozenset(tokenizer.all_special_ids)
         self.unk_id = int(tokenizer.unk_token_id)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -138,30 +141,26 @@ class HFEngine(Engine):
             return BaseModelOutput(last_hidden_state=out.last_hidden_state)
         return BaseModelOutput(last_hidden_state=arch.normed(encoder, out.hidden_states[layer + 1]))
 
-    def greedy(self, source, mask, plan: Plan, gates=None, prefix=None, encoder_layer=None):
+    def greedy(self, source, mask, plan: Plan, prefix=None, encoder_layer=None):
         mask = self._mask(source, mask)
-        with gating(gates):
-            return greedy(self.model, self.encode(source, mask, encoder_layer), mask, plan.native, prefix)
+        return greedy(self.model, self.encode(source, mask, encoder_layer), mask, plan.native, prefix)
 
-    def beam(self, source, mask, plan: Plan, gates=None, record: bool = False, prefix=None,
-             encoder_layer=None) -> list:
+    def beam(self, source, mask, plan: Plan, record: bool = False, prefix=None, encoder_layer=None) -> list:
         mask = self._mask(source, mask)
-        with gating(gates):
-            return beam_search(self.model, self.encode(source, mask, encoder_layer), mask, plan.native,
-                               record=record, prefix=prefix)
+        return beam_search(self.model, self.encode(source, mask, encoder_layer), mask, plan.native,
+                           record=record, prefix=prefix)
 
-    def teacher_forced(self, source, mask, fed, gates=None, encoder_layer=None) -> torch.Tensor:
+    def teacher_forced(self, source, mask, fed, encoder_layer=None) -> torch.Tensor:
         mask = self._mask(source, mask)
         shared = shared_sources(source)
-        with gating(gates):
-            if shared is not None:
-                first, inverse = shared
-                memory = self.encode(source[first], mask[first], encoder_layer)
-                memory = BaseModelOutput(last_hidden_state=memory.last_hidden_state[inverse])   # (B, S, D)
-            else:
-                memory = None if encoder_layer is None else self.encode(source, mask, encoder_layer)
-            out = self.model(input_ids=source, attention_mask=mask, decoder_input_ids=fed, encoder_outputs=memory,
-                             use_cache=False, return_dict=True)
+        if shared is not None:
+            first, inverse = shared
+            memory = self.encode(source[first], mask[first], encoder_layer)
+            memory = BaseModelOutput(last_hidden_state=memory.last_hidden_state[inverse])       # (B, S, D)
+        else:
+            memory = None if encoder_layer is None else self.encode(source, mask, encoder_layer)
+        out = self.model(input_ids=source, attention_mask=mask, decoder_input_ids=fed, encoder_outputs=memory,
+                         use_cache=False, return_dict=True)
         return out.logits                                                                     # (B, T, V)
 
     def read_out(self, hidden) -> torch.Tensor:
@@ -191,6 +190,52 @@ class HFEngine(Engine):
     @torch.no_grad()
     def source_embeddings(self, source) -> np.ndarray:
         return arch.token_embeddings(self.model.get_encoder(), source)[0].float().cpu().numpy()  # (S, D)
+
+    # ---- the family's answers (engine.py) ------------------------------------------------------
+    def model_view(self) -> ModelView:
+        return view.model_view(self.model)
+
+    def source_embedding_weight(self) -> torch.Tensor:
+        return self.model.get_encoder().embed_tokens.weight                                 # (V, D)
+
+    def _source_pieces(self, ids) -> list[str]:
+        """Source pieces of `ids` ("" for an id without one)."""
+        source = self.tokenizer.source_vocab                  # Marian with separate vocabularies
+        if source is not None:
+            return [source.get(int(i), "") for i in ids]
+        pieces = self.tokenizer.hf.convert_ids_to_tokens([int(i) for i in ids])
+        return [str(p) if p is not None else "" for p in pieces]
+
+    def source_vocabulary(self, rows: int) -> tuple[list[str], set]:
+        source = self.tokenizer.source_vocab
+        size = min(rows, max(source) + 1 if source is not None else len(self.tokenizer))
+        pieces = self._source_pieces(range(size))
+        return pieces, self.source_special(range(size), pieces)
+
+    def source_special(self, ids, pieces=None) -> set:
+        hf, ids = self.tokenizer.hf, [int(i) for i in ids]
+        special = {int(i) for i in hf.all_special_ids if i is not None}
+        special |= {int(i) for i in getattr(hf, "lang_code_to_id", {}).values()}
+        pieces = self._source_pieces(ids) if pieces is None else pieces
+        return {i for i, piece in zip(ids, pieces) if i in special or not piece}
+
+    def source_piece_ids(self, pieces) -> list[int]:
+        source = self.tokenizer.source_vocab
+        if source is None:
+            return self.tokenizer.piece_ids(pieces)
+        by_piece = {piece: i for i, piece in source.items()}
+        missing = [p for p in pieces if p not in by_piece]
+        if missing:
+            raise ValueError(f"{missing[0]!r} is not a piece of this source vocabulary")
+        return [by_piece[p] for p in pieces]
+
+    def source_id_rows(self, texts) -> list[list[int]]:
+        with self.lock:
+            return [list(ids) for ids in self.tokenizer.hf(list(texts), add_special_tokens=False).input_ids]
+
+    def join_pieces(self, pieces) -> str:
+        with self.lock:
+            return self.tokenizer.hf.convert_tokens_to_string([str(p) for p in pieces]).strip()
 
 
 def open_hf(source, device=None, source_lang: str | None = None, target_lang: str | None = None) -> HFEngine:

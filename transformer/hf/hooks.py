@@ -1,13 +1,14 @@
-"""Capture, ablation and interventions for Hugging Face models, with hooks registered once at load.
+"""Capture and interventions (head ablation among them) for Hugging Face models, with hooks
+registered once at load.
 
 Two hooks per attention module, both reading per-call state from ContextVars (never from
 the model), so concurrent calls in different threads cannot see each other:
 - a forward hook hands the eager attention weights (B, H, Tq, Tk) to the recorder of
   `transformer.capture` that the current call installed, if any;
-- a forward pre-hook on the output projection multiplies each head's slice of
-  softmax(QK^T)V by that call's gate (0 = switched off), before the projection and its bias,
-  then hands the heads' outputs, the point "{stack}.{layer}.{kind}.z" (B, Tq, H, dh), to the
-  call's hook (interventions.py), which may replace them, and to the recorder if it names it.
+- a forward pre-hook on the output projection hands the heads' outputs, softmax(QK^T)V before the
+  projection and its bias, the point "{stack}.{layer}.{kind}.z" (B, Tq, H, dh), to the call's
+  hook (interventions.py; head_mask's gates are such a hook), which may replace them, and to the
+  recorder if it names it.
 One hook per residual point (arch.residual_sites) hands the stream to the call's hook, which may
 replace it, then to the recorder when the call asks for that point (capture(residual=...)); with
 neither it returns after two ContextVar reads. A pre-LN mid point is read at the next norm's
@@ -16,20 +17,12 @@ call's stash keeps), so the layer carries the written value on both paths.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 from functools import partial
-
-import torch
 
 from ..capture import _current_recorder, record, record_residual
 from ..interventions import current as current_interventions
 from ..interventions import hooked, intervene, z_name
 from .arch import ResidualSite, Site
-
-_current_gates: contextvars.ContextVar[dict | None] = contextvars.ContextVar(
-    "attention_atlas_hf_gates", default=None)
-
 
 def _record(kind: str, layer: int, module, args, output) -> None:
     if output[-1] is not None:
@@ -88,15 +81,11 @@ def _write_sum(name: str, before: str, module, args, output):
     return (out,) + tuple(output[1:]) if isinstance(output, tuple) else out
 
 
-def _heads(kind: str, layer: int, n_heads: int, name: str, module, args):
-    """Gate the heads, then the z point `name`: (B, Tq, H * dh) head-major in, the same out."""
-    gates = _current_gates.get()
+def _heads(n_heads: int, name: str, module, args):
+    """The z point `name`: (B, Tq, H * dh) head-major in, the same out."""
     x = args[0]                                                    # (B, Tq, H * dh)
-    if gates is not None:
-        gate = gates[kind][layer].to(x.dtype)                      # (H,)
-        x = (x.unflatten(-1, (n_heads, -1)) * gate[:, None]).flatten(-2)
     recorder = _current_recorder.get()
-    if current_interventions() is not None or (recorder is not None and recorder.wants(name)):
+    if hooked(name) or (recorder is not None and recorder.wants(name)):
         z = x.unflatten(-1, (n_heads, -1))                         # (B, Tq, H, dh)
         new = intervene(name, z)
         record_residual(name, new)
@@ -113,7 +102,7 @@ def install_module_hooks(model, sites: list[Site], residual: list[ResidualSite] 
     for site in sites:
         site.attention.register_forward_hook(partial(_record, site.kind, site.layer))
         site.out_proj.register_forward_pre_hook(
-            partial(_heads, site.kind, site.layer, site.n_heads, z_name(site.kind, site.layer)))
+            partial(_heads, site.n_heads, z_name(site.kind, site.layer)))
     for point in residual:
         if point.reads == "input":
             point.module.register_forward_pre_hook(partial(_input, point.name, point.adds is None),
@@ -123,18 +112,3 @@ def install_module_hooks(model, sites: list[Site], residual: list[ResidualSite] 
         if point.adds is not None:
             before, sublayer = point.adds
             sublayer.register_forward_hook(partial(_write_sum, point.name, before))
-
-
-def current_gates() -> dict | None:
-    """This call's head gates, None when every head is on (tests check it is reset)."""
-    return _current_gates.get()
-
-
-@contextlib.contextmanager
-def gating(gates: dict[str, torch.Tensor] | None):
-    """Install this call's head gates ({kind: (layers, heads)}, or None for all on); always reset."""
-    token = _current_gates.set(gates)
-    try:
-        yield
-    finally:
-        _current_gates.reset(token)

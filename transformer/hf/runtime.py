@@ -17,14 +17,8 @@ import pkgutil
 import threading
 from types import SimpleNamespace
 
-# model_type -> the transformers.models packages its config, model and tokenizers live in
-FAMILY_PACKAGES = {
-    "marian": ("marian",),
-    "m2m_100": ("m2m_100", "nllb"),          # NLLB: M2M100 weights, its own tokenizer
-    "mbart": ("mbart", "mbart50"),
-    "bart": ("bart",),
-    "t5": ("t5",),
-}
+from .families import FAMILIES
+
 # what the engine, decoding and the loaders use beyond the families' own modules
 HELPERS = ("transformers.models.auto.configuration_auto", "transformers.models.auto.tokenization_auto",
            "transformers.models.auto.modeling_auto", "transformers.cache_utils", "transformers.modeling_outputs",
@@ -32,7 +26,7 @@ HELPERS = ("transformers.models.auto.configuration_auto", "transformers.models.a
            "transformers.generation.configuration_utils")
 # tokenizer classes are found by name through the auto mapping, which imports their module and
 # registers its pre-v5 `_fast` alias in sys.modules: resolved here, once (BART's is RoBERTa's)
-TOKENIZER_KEYS = ("marian", "m2m_100", "nllb", "mbart", "mbart50", "bart", "t5")
+TOKENIZER_KEYS = tuple(key for record in FAMILIES.values() for key in record.tokenizer_keys)
 OTHER_PACKAGES = ("sacremoses",)             # Marian's tokenizer imports it when built
 SUBMODULE_PREFIXES = ("configuration_", "modeling_", "tokenization_")
 OTHER_FRAMEWORKS = ("modeling_tf_", "modeling_flax_")
@@ -56,8 +50,8 @@ def _import_everything() -> SimpleNamespace:
 
     for name in HELPERS:
         importlib.import_module(name)
-    for packages in FAMILY_PACKAGES.values():
-        for package in packages:
+    for record in FAMILIES.values():
+        for package in record.packages:
             _import_package(f"transformers.models.{package}")
     import huggingface_hub
     from huggingface_hub import constants as hub_constants
@@ -77,7 +71,7 @@ def _import_everything() -> SimpleNamespace:
         AutoModelForSeq2SeqLM=transformers.AutoModelForSeq2SeqLM, CONFIG_MAPPING=CONFIG_MAPPING,
         hub=huggingface_hub, hub_constants=hub_constants, RepositoryNotFoundError=RepositoryNotFoundError,
         RevisionNotFoundError=RevisionNotFoundError, filter_repo_objects=filter_repo_objects, safe_open=safe_open)
-    for model_type in FAMILY_PACKAGES:
+    for model_type in FAMILIES:
         CONFIG_MAPPING[model_type]          # the mapping resolves each config class lazily too
     return names
 

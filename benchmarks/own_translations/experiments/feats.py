@@ -39,7 +39,7 @@ t3 = time.time()
 print("times", t1 - t0, t2 - t1, t3 - t2, flush=True)
 out = []
 for n, (r, it, sig) in enumerate(zip(rows, items, sigs)):
-    f = features(sig, it, special, lex, tr.tokenizer.id_to_piece)
+    f = features(sig, it, special, lex, tr.engine.tokenizer.id_to_piece)
     dg = scored(f, W, it)
     lp_rev, lp_rev_null = rp[2 * n][0], rp[2 * n + 1][0]
     sp = piece_words(it.source_pieces, r["source"], set())

@@ -14,9 +14,9 @@ def ent_reduce(batch):
     return [e[:n] for e, n in zip(ent, batch.lengths)]
 ent = forced_pass(tr, [(it.source_ids, it.fed_ids, it.output_ids) for it in items], ent_reduce)
 torch.manual_seed(0)
-tr.model.train()
+tr.engine.model.train()
 mc = forced_pass(tr, [(it.source_ids, it.fed_ids, it.output_ids) for it in items for _ in range(K)], chosen_log_probs)
-tr.model.eval()
+tr.engine.model.eval()
 out = []
 for n, it in enumerate(items):
     s = np.stack(mc[n * K:(n + 1) * K])       # (K, T)
