@@ -306,7 +306,7 @@ def test_card_scores_tolerate_missing_keys():
 
 
 def test_escape_md_makes_markup_literal():
-    from atlas_ui.page.common import escape_md
+    from atlas_ui.ui.common import escape_md
     out = escape_md("<b>x</b> **y** [z](http://e) :red[w] $m$ \x00")
     assert out == r"\<b\>x\<\/b\> \*\*y\*\* \[z\]\(http\:\/\/e\) \:red\[w\] \$m\$ " + "\ufffd"
 

@@ -51,7 +51,7 @@ def test_a_branch_is_held_under_the_key_derived_from_the_page_s_run():
     """The page names its run once (page/main.page_run); the what-if branch it shows is translate_prefix
     of branch_key(that run, prefix), held under warm.tagged of that key and keyed by it: one key in one
     place, so an equal key (a view's, a later rerun's) gets the same Result, not a second decoding."""
-    from atlas_ui.page.branch import branch_run
+    from atlas_ui.page.whatif import branch_run
     from atlas_ui.page.main import page_run
     from atlas_ui.runs.branch import branch_key, translate_prefix
     from atlas_ui.runs.catalogue import ModelRef
@@ -212,7 +212,7 @@ def test_a_shared_figure_sends_the_json_plotly_makes_for_it():
     import plotly.io
     import plotly.tools
 
-    from atlas_ui.page.figures import FigureCache, SharedFigure
+    from atlas_ui.ui.figures import FigureCache, SharedFigure
     from viz import overview_figure, presenter_figure
 
     weights = np.random.default_rng(0).random((2, 3, 4, 5)).astype(np.float32)         # (L, H, Q, K)
@@ -237,7 +237,7 @@ def test_phones_share_one_refit_copy_of_a_shared_figure():
     import plotly.graph_objects as go
     import plotly.io
 
-    from atlas_ui.page.figures import FigureCache, SharedFigure, phone_version
+    from atlas_ui.ui.figures import FigureCache, SharedFigure, phone_version
     from viz import attention_heatmap, phone_figure
 
     made = []
@@ -260,7 +260,7 @@ def test_a_crowd_asking_for_one_figure_builds_it_once():
 
     import plotly.graph_objects as go
 
-    from atlas_ui.page.figures import FigureCache
+    from atlas_ui.ui.figures import FigureCache
 
     cache, builds, start = FigureCache(4), [], threading.Barrier(8)
 

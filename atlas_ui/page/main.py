@@ -8,12 +8,13 @@ from dataclasses import replace
 
 import streamlit as st
 
-from . import branch, room, sentences, state
+from . import room, sentences, whatif
+from ..ui import branch, state
 from ..runs.translation import ExplainFailed, configure_torch, get_translator, translate, translate_explained
 from ..runs.diagnosis import PageDiagnosis
 from ..runs.explain import explain_unavailable
 from ..runs.catalogue import ModelRef, file_stamps, find_models, load_examples, model_languages
-from .common import Display, escape_md, on_a_phone
+from ..ui.common import Display, escape_md, on_a_phone
 from ..server.hub_policy import HubPolicy, HubRefused, open_hub, read_policy, resolved
 from .landing import land
 from .inputs import input_area, language_note, language_picker, show_status, sidebar
@@ -327,7 +328,7 @@ def page() -> None:
         sentences.notices(text, reference, parts)
         run = page_run(ref, device, parts.sentence, parts.reference, beam, explain)
         result = run_translation(run, translator.config.max_source_len)
-        result = branch.shown(result, run)                             # or what-if
+        result = whatif.shown(result, run)                             # or what-if
         if result is not None:
             if explain and not result.explained:
                 unavailable = "Norm-weighted values and contributions could not be computed for this sentence."

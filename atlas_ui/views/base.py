@@ -11,12 +11,12 @@ from typing import Callable
 import plotly.graph_objects as go
 import streamlit as st
 
-from ..page import branch
+from ..ui import branch
 from ..runs.translation import example_statistics, get_translator, translate
 from ..runs.branch import branch_key, translate_prefix
 from ..runs.explain import attribution, attribution_average, attribution_key, attribution_name
 from ..runs.catalogue import ModelRef
-from ..page.common import Display
+from ..ui.common import Display
 from ..runs.result import Result
 from ..server.settings import MAX_CHARS, max_concurrent
 from ..runs.warm import RunKey, held
@@ -62,7 +62,7 @@ class ViewContext:
     @property
     def branch_prefix(self) -> tuple:
         """The forced pieces of the what-if branch on screen; () when the run on screen is the
-        original (atlas_ui/page/branch.py: the page's Original / Branch switch)."""
+        original (atlas_ui/ui/branch.py: the page's Original / Branch switch)."""
         run = branch.current()
         if run is None or not run.on_branch or run.branch is not self.result:
             return ()

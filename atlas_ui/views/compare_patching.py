@@ -10,8 +10,8 @@ import streamlit as st
 
 from viz.patching import KINDS, carrier_sentence, encoder_patch_figure, head_patch_figure
 
-from ..page import state
-from ..page.common import chart, column_width, escape_md, shared_figure
+from ..ui import state
+from ..ui.common import chart, column_width, escape_md, shared_figure
 from ..runs.patching import PatchFailed, patch_key, patch_sweep
 from ..runs.warm import tagged
 from ..server.settings import KIND_LABELS, max_concurrent

@@ -11,9 +11,9 @@ import streamlit as st
 from viz import token_probability_html
 from viz.diagnosis import EVIDENCE_HELP, diagnosis_figure, diagnosis_selection, missing_note, source_strip_html, words_of
 
-from ..page import state
+from ..ui import state
 from ..runs.diagnosis import DiagnosisFailed, Findings, diagnosis_for
-from ..page.common import PRESENTER_MAX_HEIGHT, chart, escape_md, shared_figure
+from ..ui.common import PRESENTER_MAX_HEIGHT, chart, escape_md, shared_figure
 from .base import View, ViewContext
 
 STEPS_VIEW = "Decoding steps"

@@ -8,8 +8,8 @@ import streamlit as st
 
 from viz.roles import KIND_TITLES, alignment_figure, head_roles_figure, role_table, roles_selection
 
-from ..page import state
-from ..page.common import (chart, column_width, escape_md, n_heads, n_layers, pick_head, pick_kind, pick_layer,
+from ..ui import state
+from ..ui.common import (chart, column_width, escape_md, n_heads, n_layers, pick_head, pick_kind, pick_layer,
                            shared_figure, shared_table)
 from ..runs.alignment import alignment_key, alignment_run, gold_report, head_roles, parse_gold, sentence_shares
 from ..runs.warm import tagged

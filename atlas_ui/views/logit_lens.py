@@ -9,8 +9,8 @@ from viz.lens import (decision_sites, decoder_lens_frame, lens_grid_height, lens
                       lens_sentence, logit_lens_figure, site_label)
 from viz._labels import show_piece
 
-from ..page import state
-from ..page.common import STEP_SLIDE_HEIGHT, chart, escape_md, move_step, on_a_phone, shared_figure, shared_table
+from ..ui import state
+from ..ui.common import STEP_SLIDE_HEIGHT, chart, escape_md, move_step, on_a_phone, shared_figure, shared_table
 from ..runs.lens import decoder_lens_key, decoder_lens_run, lens_key, lens_run
 from ..runs.warm import tagged
 from ..server.settings import max_concurrent

@@ -11,8 +11,8 @@ import streamlit as st
 
 from viz import MAIN_WIDTH, attention_heatmap, overview_selection
 
-from ..page import state
-from ..page.common import (PRESENTER_MAX_HEIGHT, chart, head_title, heat_height, n_heads, n_layers, pick_head, pick_layer,
+from ..ui import state
+from ..ui.common import (PRESENTER_MAX_HEIGHT, chart, head_title, heat_height, n_heads, n_layers, pick_head, pick_layer,
                       shared_figure, shows_norm, value_options, weights_for)
 from ..runs.warm import holds
 
