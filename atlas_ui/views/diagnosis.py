@@ -49,7 +49,7 @@ def flag_table(findings, result) -> pd.DataFrame:
 
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
-    findings = diagnosis_for(ctx.model, ctx.device, result)
+    findings = diagnosis_for(ctx.run, result)
     if isinstance(findings, DiagnosisFailed):
         st.info("No diagnosis for this translation: " + escape_md(findings.reason, 200))
         return None

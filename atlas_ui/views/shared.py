@@ -1,6 +1,6 @@
 """Parts several views draw: one head as a large heatmap, tiled heads that open a head on click
 (with undo), and a cached run behind a spinner only while it is being made. The decoding-step
-navigator is common.step_nav."""
+navigator is ui/common.step_nav."""
 from __future__ import annotations
 
 import contextlib
@@ -19,11 +19,11 @@ from ..runs.warm import holds
 T = TypeVar("T")
 
 
-def cached_run(key, waiting: str, run: Callable[[], T]) -> T:
-    """run(), a cached run named `key` in what the process holds (runs/warm.py), under a spinner
-    saying `waiting` only when the process does not hold it yet: a held run needs no spinner, whose
-    timer thread and transient element every session of a room would pay for on every rerun."""
-    with contextlib.nullcontext() if holds(key) else st.spinner(waiting):
+def spinner_unless_held(key, waiting: str, run: Callable[[], T]) -> T:
+    """run(), the cached run of RunKey `key` (runs/warm.cached_run), under a spinner saying `waiting`
+    only when the process does not hold it yet: a held run needs no spinner, whose timer thread and
+    transient element every session of a room would pay for on every rerun."""
+    with contextlib.nullcontext() if holds(key.digest) else st.spinner(waiting):
         return run()
 
 
