@@ -49,7 +49,7 @@ def unfit(result, prefix: tuple) -> str:
 
 
 def branch_run(run: RunKey, prefix: tuple):
-    """The page's run (page/main.page_run) decoded on from `prefix`, under the branch key derived
+    """The page's run (page/translation.page_run) decoded on from `prefix`, under the branch key derived
     from it; when the run is explained and explaining fails, the plain branch (or the real error)."""
     key = branch_key(run, prefix)
     if key.explain:
