@@ -187,7 +187,7 @@ def running_app(log_dir: Path, extra_args: tuple = (), env: dict | None = None):
         yield server.url
 
 
-# A phone's browser (Chrome on Android): what the app reads to refit charts (page.common.on_a_phone)
+# A phone's browser (Chrome on Android): what the app reads to refit charts (ui.common.on_a_phone)
 PHONE_AGENT = ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) "
                "Chrome/131.0.0.0 Mobile Safari/537.36")
 

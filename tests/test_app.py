@@ -100,7 +100,7 @@ def test_default_run_shows_translated_example(translator):
     at.run()
     check_clean(at, "default run")
     text = at.text_area(key="text").value
-    from atlas_ui.page.main import examples_for
+    from atlas_ui.page.examples import examples_for
     assert text == examples_for(models_dir(), "en", "de")[0]["en"], "the app opens with the first example"
     out = translator.translate(text, beam_size=1)
     # the translation, shown as plain text, and the probability-shaded pieces
@@ -308,7 +308,7 @@ def test_card_scores_tolerate_missing_keys():
 
 
 def test_escape_md_makes_markup_literal():
-    from atlas_ui.page.common import escape_md
+    from atlas_ui.ui.common import escape_md
     out = escape_md("<b>x</b> **y** [z](http://e) :red[w] $m$ \x00")
     assert out == r"\<b\>x\<\/b\> \*\*y\*\* \[z\]\(http\:\/\/e\) \:red\[w\] \$m\$ " + "\ufffd"
 

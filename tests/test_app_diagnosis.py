@@ -34,7 +34,7 @@ def translator():
 
 @pytest.fixture(scope="module")
 def rows(translator):
-    from atlas_ui.page.main import examples_for
+    from atlas_ui.page.examples import examples_for
     from atlas_ui.server.settings import models_dir
     src, tgt = translator.source_lang, translator.target_lang
     found = [row for row in examples_for(models_dir(), src, tgt) if row.get(src) and row.get(tgt)]

@@ -70,7 +70,7 @@ def test_head_summary_for_the_sentence_and_the_examples(translator):
     # the same figures, averaged over every example sentence
     at.radio(key="stats_scope").set_value("All examples").run()
     check_clean(at, "all examples")
-    from atlas_ui.page.main import examples_for
+    from atlas_ui.page.examples import examples_for
     from atlas_ui.server.settings import models_dir
     texts = [row["en"] for row in examples_for(models_dir(), "en", "de")]
     per_sentence = []
@@ -239,7 +239,7 @@ def test_switching_to_de_en_translates_the_same_example_in_german():
     at.selectbox(key="model").set_value("de-en").run()
     check_clean(at, "de-en")
     german = at.text_area(key="text").value
-    from atlas_ui.page.main import examples_for
+    from atlas_ui.page.examples import examples_for
     from atlas_ui.server.settings import models_dir
     row = [r for r in examples_for(models_dir(), "de", "en") if r.get("en") == english][0]
     assert german == row["de"] != english

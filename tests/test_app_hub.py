@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from atlas_ui.server import hub_policy
-from atlas_ui.page.common import escape_md
+from atlas_ui.ui.common import escape_md
 from atlas_ui.server.hub_policy import GB, NOT_A_MODEL_MESSAGE, OFF_MESSAGE, read_policy
 from test_app import new_app
 from test_hub_policy import info, not_found

@@ -10,7 +10,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from test_app import APP, MODELS, array, check_clean, escaped, opened_on_a_branch, specs
-from atlas_ui.page.common import STEP_SLIDE_HEIGHT, escape_md
+from atlas_ui.ui.common import STEP_SLIDE_HEIGHT, escape_md
 from viz.lens import lens_sentence, site_label
 
 EN = "A man in a blue shirt is riding a bike down the street."

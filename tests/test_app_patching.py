@@ -9,7 +9,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from test_app import APP, MODELS, array, check_clean, specs
-from atlas_ui.page.common import escape_md
+from atlas_ui.ui.common import escape_md
 from viz.patching import carrier_sentence
 
 SENTENCE = "A man is riding a bike."

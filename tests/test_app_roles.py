@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from test_app import APP, MODELS, check_clean, opened_on_a_branch, specs, z_array
-from atlas_ui.page.common import PRESENTER_MAX_HEIGHT
+from atlas_ui.ui.common import PRESENTER_MAX_HEIGHT
 from atlas_ui.runs.alignment import word_links_of
 from transformer import Translator
 from transformer.analysis.aligner import pair_words

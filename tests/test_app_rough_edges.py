@@ -36,7 +36,7 @@ SENTENCE = "A man in a blue shirt is riding a bike down the street."
 
 
 def test_the_translation_legend_says_what_counts_from_1():
-    from atlas_ui.page.main import NUMBERING
+    from atlas_ui.page.translation import NUMBERING
     at = opened(model="en-de", sentence=SENTENCE, view="Heatmap")
     helps = [md.help for md in at.main.markdown if md.help]
     assert sum(NUMBERING in help for help in helps) == 1, helps

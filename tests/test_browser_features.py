@@ -190,7 +190,7 @@ HTML_OVERRUN = """() => Array.from(document.querySelectorAll('.aa-tokens, .aa-so
 @pytest.mark.parametrize("present", [0, 1])
 def test_the_translation_strip_does_not_run_under_the_next_element(pages, app_url, present):
     """Streamlit pulls a markdown element up by 1rem (its last paragraph's margin); the strip ends
-    in a div, so its last line ran 16-19 px under the view picker (main.COMPACT_CSS undoes it)."""
+    in a div, so its last line ran 16-19 px under the view picker (page/style.COMPACT_CSS undoes it)."""
     page = opened(pages, view_link(app_url, "Decoding steps", present=present), viewport=PROJECTOR)
     overruns = page.evaluate(HTML_OVERRUN)
     assert overruns and max(overruns) <= 0, overruns

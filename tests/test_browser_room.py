@@ -232,7 +232,7 @@ def test_a_desktop_keeps_the_chart_tool_bar_a_phone_does_not(pages, app_url):
 @pytest.mark.parametrize("view", ["Heatmap", "Decoding steps"])
 def test_a_narrow_desktop_window_thins_its_tick_labels(pages, app_url, view):
     """A desktop browser's window narrowed to a phone's width (no phone User-Agent: its charts are
-    built for 1280 px) keeps at most every k-th x label (main.phone_tick_css)."""
+    built for 1280 px) keeps at most every k-th x label (page/style.phone_tick_css)."""
     page = pages.open(view_link(app_url, view, SENTENCES[18]), viewport=PHONE)
     wait_charts_drawn(page)
     for chart in page.evaluate(CHART_LABELS):

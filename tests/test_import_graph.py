@@ -79,3 +79,41 @@ def test_no_module_imports_itself_back():
     assert len(graph) > 100 and "transformer" in graph["atlas_ui.runs.translation"]
     assert "transformer.hf.engine" in graph["transformer.translator"]              # a lazy import counts
     assert circles(graph) == []
+
+
+# The app's layers, lowest first (issue 53): each package of atlas_ui/ imports only from its own layer or
+# a lower one. ui/ (widget state, charts, shared figures) sits below the runs, the views and the page;
+# the views never reach back into the page that lists them, nor the runs into either.
+APP_LAYERS = ("atlas_ui.ui", "atlas_ui.runs", "atlas_ui.views", "atlas_ui.page")
+
+
+def layer_of(module: str) -> int | None:
+    for rank, package in enumerate(APP_LAYERS):
+        if module == package or module.startswith(package + "."):
+            return rank
+    return None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """(importer, imported) pairs where a lower layer imports a higher one."""
+    found = []
+    for name, targets in graph.items():
+        rank = layer_of(name)
+        if rank is None:
+            continue
+        found += [(name, t) for t in sorted(targets) if (layer_of(t) or 0) > rank]
+    return sorted(found)
+
+
+def test_the_layer_check_finds_an_upward_import():
+    graph = {"atlas_ui.views.heatmap": {"atlas_ui.page.common", "atlas_ui.ui.common"},
+             "atlas_ui.runs.result": {"atlas_ui.ui.figures"}, "atlas_ui.ui.common": {"atlas_ui.server.settings"}}
+    assert upward_imports(graph) == [("atlas_ui.views.heatmap", "atlas_ui.page.common")]
+
+
+def test_the_app_imports_only_downwards():
+    graph = import_graph()
+    assert "atlas_ui.ui.figures" in graph["atlas_ui.runs.result"]                   # runs -> ui
+    assert "atlas_ui.ui.common" in graph["atlas_ui.views.heatmap"]                 # views -> ui
+    assert "atlas_ui.views" in graph["atlas_ui.page.main"]                          # page -> views
+    assert upward_imports(graph) == []

@@ -93,7 +93,7 @@ def test_a_new_view_needs_only_its_registry_entry(monkeypatch):
 
 def test_the_text_a_view_gets_is_the_page_run_s_already_cut(monkeypatch):
     """ctx.text reaches ViewContext.variant (Ablation, Beam) cut to MAX_CHARS: it is the page's run's
-    text (page/sentences.split_input cuts the input, page/main.page_run names the run), so variant
+    text (page/sentences.split_input cuts the input, page/translation.page_run names the run), so variant
     derives its runs from ctx.run without cutting again, for one long sentence and for several."""
     from atlas_ui.server.settings import MAX_CHARS
     seen: list = []

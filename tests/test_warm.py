@@ -21,17 +21,66 @@ def test_held_objects_are_weak():
 
 def test_run_keys_name_every_field_and_are_made_once():
     base = RunKey("m", "cpu", "A dog.", 1)
-    assert base.digest == RunKey("m", "cpu", "A dog.", 1, None, (), False).digest
+    assert base.digest == RunKey("m", "cpu", "A dog.", 1, None, (), False, "translation").digest
     variants = {RunKey("m", "cpu", "A cat.", 1).digest, RunKey("m", "cpu", "A dog.", 4).digest,
                 RunKey("m", "cpu", "A dog.", 1, "Ein Hund.").digest, RunKey("m", "cuda", "A dog.", 1).digest,
                 RunKey("m", "cpu", "A dog.", 1, None, (("cross", 0, 1),)).digest,
                 RunKey("m", "cpu", "A dog.", 1, None, (), True).digest, RunKey("n", "cpu", "A dog.", 1).digest,
-                RunKey("m", "cpu", "A dog.", 1, ("prefix", "\u2581Ein")).digest}
-    assert base.digest not in variants and len(variants) == 8
+                RunKey("m", "cpu", "A dog.", 1, ("\u2581Ein",)).digest,
+                RunKey("m", "cpu", "A dog.", 1, ("\u2581Ein",), kind="branch").digest,
+                RunKey("m", "cpu", "A dog.", 1, kind="lens").digest}
+    assert base.digest not in variants and len(variants) == 10
     # a related run is `but()` of the page's key: the same digest as the key built from scratch
     assert base.but(text="A cat.", explain=True).digest == RunKey("m", "cpu", "A cat.", 1, explain=True).digest
     assert base.but(beam_size=4) == RunKey("m", "cpu", "A dog.", 4) and base.but() == base
     assert base.digest is base.digest              # worked out once per key, then read
+
+
+def test_a_cached_run_is_built_once_held_under_its_key_and_takes_only_its_own_kind():
+    """warm.cached_run, the one way a run is cached: a key of another kind is refused; the first call
+    builds, holds the result under key.digest and hands out the same object after; an equal key
+    built from scratch gets it without building; what the build raises passes through uncached."""
+    import pytest
+    from atlas_ui.runs.warm import cached_run, held
+
+    builds = []
+
+    @cached_run("test_echo", max_entries=4)
+    def echo(key, slots):
+        builds.append(key)
+        if key.text == "bad":
+            raise ValueError("no")
+        return Thing()
+
+    echo.clear()
+    key = RunKey("m", "cpu", "A dog.", 1, kind="test_echo")
+    with pytest.raises(TypeError):
+        echo(key.but(kind="translation"), 2)
+    first = echo(key, 2)
+    assert held().get(key.digest) is first and echo(RunKey("m", "cpu", "A dog.", 1, kind="test_echo"), 2) is first
+    assert len(builds) == 1 and echo.kind == "test_echo"
+    for _ in range(2):
+        with pytest.raises(ValueError):
+            echo(key.but(text="bad"), 2)
+    assert len(builds) == 3 and not holds(key.but(text="bad").digest)
+    echo.clear()
+
+
+def test_every_cached_run_has_a_kind_of_its_own():
+    """Each run module's cached runs (warm.cached_run) name a kind no other run uses: two runs of one
+    kind would hand out each other's results under one key."""
+    import importlib
+    import pkgutil
+    import atlas_ui.runs
+    runs = [value for info in pkgutil.iter_modules(atlas_ui.runs.__path__)
+            for value in vars(importlib.import_module(f"atlas_ui.runs.{info.name}")).values()
+            if callable(value) and isinstance(getattr(value, "kind", None), str) and hasattr(value, "__wrapped__")]
+    kinds = {}
+    for run in runs:
+        kinds.setdefault(run.kind, set()).add(run.__wrapped__)
+    assert {"translation", "explained", "branch", "attribution", "lens", "decoder_lens", "alignment", "patch",
+            "diagnosis"} <= set(kinds)
+    assert all(len(builds) == 1 for builds in kinds.values()), kinds
 
 
 def test_a_translation_is_held_under_its_key_while_cached():
@@ -48,69 +97,55 @@ def test_a_translation_is_held_under_its_key_while_cached():
 
 
 def test_a_branch_is_held_under_the_key_derived_from_the_page_s_run():
-    """The page names its run once (page/main.page_run); the what-if branch it shows is translate_prefix
-    of branch_key(that run, prefix), held under warm.tagged of that key and keyed by it: one key in one
-    place, so an equal key (a view's, a later rerun's) gets the same Result, not a second decoding."""
-    from atlas_ui.page.branch import branch_run
-    from atlas_ui.page.main import page_run
+    """The page names its run once (page/translation.page_run); the what-if branch it shows is
+    translate_prefix of branch_key(that run, prefix), held under that key's digest and keyed by it: one
+    key in one place, so an equal key (a view's, a later rerun's) gets the same Result, not a second
+    decoding."""
+    from atlas_ui.page.whatif import branch_run
+    from atlas_ui.page.translation import page_run
     from atlas_ui.runs.branch import branch_key, translate_prefix
     from atlas_ui.runs.catalogue import ModelRef
-    from atlas_ui.runs.warm import held, tagged
+    from atlas_ui.runs.warm import held
     ref, text = ModelRef("pretrained/en-de"), "A dog runs on the beach."
     run = page_run(ref, "cpu", text, "", 1)
     original = translate(run, 2)
     prefix = (original.output_tokens[0], original.steps[1][2][1][0])      # the second choice at step 2
     branch = branch_run(run, prefix)                                        # what the page shows
     key = branch_key(run, prefix)
-    assert key == RunKey(ref, "cpu", text, 1, ("prefix",) + prefix)
-    assert branch.key == tagged(key) == "prefix:" + key.digest and held().get(tagged(key)) is branch
-    assert translate_prefix(RunKey(ref, "cpu", text, 1, ("prefix",) + prefix), 2) is branch
+    assert key == RunKey(ref, "cpu", text, 1, prefix, kind="branch")
+    assert branch.key == key.digest and held().get(key.digest) is branch
+    assert translate_prefix(RunKey(ref, "cpu", text, 1, prefix, kind="branch"), 2) is branch
     assert tuple(branch.output_tokens[:2]) == prefix and branch.output_tokens != original.output_tokens
-    assert not holds(tagged(key.but(explain=True))) and not holds(key.digest) and key.digest != run.digest
+    assert not holds(key.but(explain=True).digest) and key.digest != run.digest
 
 
-def test_a_branch_and_a_run_forced_through_a_piece_spelled_prefix_are_held_apart(tmp_path):
-    """A branch's key is the run's with the target ("prefix", *pieces); a run forced through pieces
-    ("prefix", *pieces) has that same digest. The branch is held under warm.tagged ("prefix:digest"),
-    so the forced run gets its own Result (and figures: Result.key) and neither hands out the other.
-    The model is pretrained/en-de with one unused piece renamed "prefix" (its vocabulary has none).
-    Fails when branches are held under the plain digest: the forced run is then the branch."""
-    import shutil
-    from sentencepiece import sentencepiece_model_pb2
+def test_a_branch_and_a_run_forced_through_the_same_pieces_are_held_apart():
+    """A branch's key is the run's of kind "branch" with the prefix as its target; the run forced
+    through exactly those pieces is a translation with the same target. Their kinds keep them apart:
+    each gets its own Result (and figures: Result.key), and neither hands out the other. Fails when
+    the kind is left out of the key (one digest for both: the forced run would be the branch)."""
     from atlas_ui.runs.branch import branch_key, translate_prefix
     from atlas_ui.runs.catalogue import ModelRef
-    from atlas_ui.runs.warm import held, tagged
-    from transformer.tokenizer import Tokenizer
-    shipped, folder, text = Path("pretrained/en-de"), tmp_path / "en-de", "A dog runs on the beach."
-    folder.mkdir()
-    for name in ("config.json", "model.safetensors", "card.json"):
-        shutil.copyfile(shipped / name, folder / name)
-    vocabulary = sentencepiece_model_pb2.ModelProto()
-    vocabulary.ParseFromString((shipped / "spm.model").read_bytes())
-    shipped_pieces = Tokenizer.load(shipped / "spm.model")
-    renamed = len(vocabulary.pieces) - 1                                 # "è": not in this sentence
-    assert vocabulary.pieces[renamed].piece not in shipped_pieces.encode_pieces(text)
-    vocabulary.pieces[renamed].piece = "prefix"
-    (folder / "spm.model").write_bytes(vocabulary.SerializeToString())
-    run = RunKey(ModelRef(str(folder)), "cpu", text, 1)
+    from atlas_ui.runs.warm import held
+    text = "A dog runs on the beach."
+    run = RunKey(ModelRef("pretrained/en-de"), "cpu", text, 1)
     original = translate(run, 2)
     prefix = (original.output_tokens[0], original.steps[1][2][1][0])      # the second choice at step 2
-    assert "prefix" not in original.output_tokens
     key = branch_key(run, prefix)
-    forced_key = run.but(target=("prefix",) + prefix)
-    assert forced_key.digest == key.digest                               # one digest: the tag keeps them apart
+    forced_key = run.but(target=prefix)
+    assert forced_key.target == key.target and forced_key.digest != key.digest
     branch = translate_prefix(key, 2)
     forced = translate(forced_key, 2)
     assert forced is not branch and forced.key != branch.key
-    assert tuple(forced.output_tokens) == ("prefix",) + prefix and forced.forced
-    assert tuple(branch.output_tokens[:2]) == prefix and not branch.forced
-    assert held().get(tagged(key)) is branch and held().get(forced_key.digest) is forced
+    assert tuple(forced.output_tokens) == prefix and forced.forced
+    assert tuple(branch.output_tokens[:2]) == prefix and len(branch.output_tokens) > 2 and not branch.forced
+    assert held().get(key.digest) is branch and held().get(forced_key.digest) is forced
     assert translate_prefix(key, 2) is branch and translate(forced_key, 2) is forced
 
 
 def test_the_lens_and_alignment_views_hold_their_runs_under_keys_derived_from_the_page_s_run(translator, monkeypatch):
-    """Logit lens and Head roles read the page's run (page/main.page_run, recorded here as the page
-    makes it): the lens, the DecoderLens rows and the alignment they draw are held under warm.tagged of
+    """Logit lens and Head roles read the page's run (page/translation.page_run as page/main calls it, recorded here as the page
+    makes it): the lens, the DecoderLens rows and the alignment they draw are held under the digest of
     lens_key / decoder_lens_key / alignment_key of that run, and an equal key built from scratch (a
     rerun's, another session's) gets the same run, not a second pass. Opened on a what-if branch, so
     the derived keys carry the branch's pieces. Fails when a view holds its run under a key built
@@ -120,7 +155,7 @@ def test_the_lens_and_alignment_views_hold_their_runs_under_keys_derived_from_th
     from atlas_ui.page import main
     from atlas_ui.runs.alignment import AlignmentRun, alignment_key, alignment_run
     from atlas_ui.runs.lens import DecoderLensRun, LensRun, decoder_lens_key, decoder_lens_run, lens_key, lens_run
-    from atlas_ui.runs.warm import held, tagged
+    from atlas_ui.runs.warm import held
     made, page_run = [], main.page_run
     monkeypatch.setattr(main, "page_run", lambda *args, **kwargs: made.append(page_run(*args, **kwargs)) or made[-1])
     text = "A dog runs on the beach."
@@ -135,24 +170,24 @@ def test_the_lens_and_alignment_views_hold_their_runs_under_keys_derived_from_th
     _, _, prefix, branch = opened_on_a_branch(translator, text, opened)
     run, pieces, prefix = made[-1], tuple(branch.output_tokens), tuple(prefix)
     assert run.text == text and run.target is None and not run.head_mask
-    lens = held().get(tagged(lens_key(run, pieces)))
-    assert isinstance(lens, LensRun) and lens.key == tagged(lens_key(run, pieces)) and lens.output_tokens == pieces
-    assert lens_run(RunKey(run.model, run.device, text, 1, ("lens",) + pieces), 2) is lens
-    decoder = held().get(tagged(decoder_lens_key(run, prefix)))
+    lens = held().get(lens_key(run, pieces).digest)
+    assert isinstance(lens, LensRun) and lens.key == lens_key(run, pieces).digest and lens.output_tokens == pieces
+    assert lens_run(RunKey(run.model, run.device, text, 1, pieces, kind="lens"), 2) is lens
+    decoder = held().get(decoder_lens_key(run, prefix).digest)
     assert isinstance(decoder, DecoderLensRun) and all(row[1][:2] == prefix for row in decoder.rows)
-    scratch = RunKey(run.model, run.device, text, run.beam_size, ("decoder_lens",) + prefix)
+    scratch = RunKey(run.model, run.device, text, run.beam_size, prefix, kind="decoder_lens")
     assert decoder_lens_run(scratch, 2) is decoder
     opened("Head roles", branch=" ".join(prefix))
     assert made[-1] == run
-    alignment = held().get(tagged(alignment_key(run, pieces)))
+    alignment = held().get(alignment_key(run, pieces).digest)
     assert isinstance(alignment, AlignmentRun) and alignment.output_tokens == pieces
-    assert alignment_run(RunKey(run.model, run.device, text, 1, ("align",) + pieces), 2) is alignment
+    assert alignment_run(RunKey(run.model, run.device, text, 1, pieces, kind="alignment"), 2) is alignment
     assert len({lens.key, decoder.key, alignment.key, run.digest}) == 4
 
 
 def test_the_attribution_is_held_under_the_key_derived_from_the_page_s_run(translator, monkeypatch):
-    """The Attribution view reads the page's run (page/main.page_run, recorded here as the page makes
-    it): what it draws is held under explain.attribution_name(attribution_key(that run, pieces)), and
+    """The Attribution view reads the page's run (page/translation.page_run as page/main calls it, recorded here as the page makes
+    it): what it draws is held under the digest of explain.attribution_key(that run, pieces), and
     attribution() of an equal key built from scratch (a rerun's, another session's) gets the same
     numbers, not a second perturbation test. On a what-if branch the key is forced through the
     branch's pieces (beam 1); with a reference and beam 4 asked, it is the page's forced run (beam 1,
@@ -161,7 +196,7 @@ def test_the_attribution_is_held_under_the_key_derived_from_the_page_s_run(trans
     from streamlit.testing.v1 import AppTest
     from test_app import APP, check_clean, opened_on_a_branch
     from atlas_ui.page import main
-    from atlas_ui.runs.explain import Attribution, attribution, attribution_key, attribution_name
+    from atlas_ui.runs.explain import Attribution, attribution, attribution_key
     from atlas_ui.runs.warm import held
     made, page_run = [], main.page_run
     monkeypatch.setattr(main, "page_run", lambda *args, **kwargs: made.append(page_run(*args, **kwargs)) or made[-1])
@@ -178,21 +213,22 @@ def test_the_attribution_is_held_under_the_key_derived_from_the_page_s_run(trans
     run, pieces = made[-1], tuple(branch.output_tokens)
     assert run.text == text and run.target is None and run.explain           # the view needs the explained run
     key = attribution_key(run, pieces)
-    assert key == RunKey(run.model, run.device, text, 1, pieces)
-    drawn = held().get(attribution_name(key))
+    assert key == RunKey(run.model, run.device, text, 1, pieces, kind="attribution")
+    drawn = held().get(key.digest)
     assert isinstance(drawn, Attribution) and tuple(drawn["output_tokens"]) == pieces
-    assert attribution(RunKey(run.model, run.device, text, 1, pieces), 2) is drawn
-    assert held().get(key.digest) is not drawn and held().get(attribution_name(run)) is None
+    assert attribution(RunKey(run.model, run.device, text, 1, pieces, kind="attribution"), 2) is drawn
+    assert held().get(key.but(kind="translation").digest) is not drawn
+    assert held().get(run.but(kind="attribution").digest) is None
 
     opened(ref=reference, beam="4")
     run = made[-1]
     assert run.target == reference and run.beam_size == 1 and run.explain
     key = attribution_key(run)
-    assert key == RunKey(run.model, run.device, text, 1, reference)
-    forced = held().get(attribution_name(key))
+    assert key == RunKey(run.model, run.device, text, 1, reference, kind="attribution")
+    forced = held().get(key.digest)
     assert isinstance(forced, Attribution) and forced is not drawn
-    assert attribution(RunKey(run.model, run.device, text, 1, reference), 2) is forced
-    assert held().get(attribution_name(key.but(beam_size=4))) is None
+    assert attribution(RunKey(run.model, run.device, text, 1, reference, kind="attribution"), 2) is forced
+    assert held().get(key.but(beam_size=4).digest) is None
 
 
 def test_the_share_link_cannot_be_reshaped_by_the_page_path():
@@ -212,7 +248,7 @@ def test_a_shared_figure_sends_the_json_plotly_makes_for_it():
     import plotly.io
     import plotly.tools
 
-    from atlas_ui.page.figures import FigureCache, SharedFigure
+    from atlas_ui.ui.figures import FigureCache, SharedFigure
     from viz import overview_figure, presenter_figure
 
     weights = np.random.default_rng(0).random((2, 3, 4, 5)).astype(np.float32)         # (L, H, Q, K)
@@ -237,7 +273,7 @@ def test_phones_share_one_refit_copy_of_a_shared_figure():
     import plotly.graph_objects as go
     import plotly.io
 
-    from atlas_ui.page.figures import FigureCache, SharedFigure, phone_version
+    from atlas_ui.ui.figures import FigureCache, SharedFigure, phone_version
     from viz import attention_heatmap, phone_figure
 
     made = []
@@ -260,7 +296,7 @@ def test_a_crowd_asking_for_one_figure_builds_it_once():
 
     import plotly.graph_objects as go
 
-    from atlas_ui.page.figures import FigureCache
+    from atlas_ui.ui.figures import FigureCache
 
     cache, builds, start = FigureCache(4), [], threading.Barrier(8)
 

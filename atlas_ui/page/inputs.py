@@ -7,10 +7,10 @@ import streamlit as st
 
 from transformer.language import PROFILED, normalize_code
 
-from . import state
+from ..ui import state
 from ..runs.translation import available_devices
 from ..runs.catalogue import language_options, model_labels, model_languages, translation_tasks
-from .common import Display, escape_md
+from ..ui.common import Display, escape_md
 from ..server.hub_policy import HubPolicy, hub_name, read_policy
 from ..server.settings import DEFAULT_MODEL, MAX_BEAM, MAX_CHARS, real_model_hint
 

@@ -14,7 +14,7 @@ import streamlit as st
 
 from viz import top_heads
 
-from . import state
+from ..ui import state
 from ..runs.alignment import best_alignment_head
 from ..runs.explain import head_importance
 

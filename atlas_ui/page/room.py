@@ -15,8 +15,8 @@ import secrets
 
 import streamlit as st
 
-from . import state
-from .branch import STATE as BRANCH_STATE
+from ..ui import state
+from ..ui.branch import STATE as BRANCH_STATE
 from .landing import LANDED
 from .share import markdown_safe_url, qr_svg, share_url
 from ..server.rooms import NotPresenter, RoomClosed, RoomStore, valid_id

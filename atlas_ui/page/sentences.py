@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from . import state
+from ..ui import state
 from ..runs.translation import translate
-from .common import escape_md
+from ..ui.common import escape_md
 from ..server.settings import MAX_CHARS, max_concurrent
 from ..runs.warm import RunKey, holds
 

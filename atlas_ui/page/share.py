@@ -12,7 +12,7 @@ from viz import figure_html, trace_json, trace_npz, trace_payload
 
 # Constants only (no user text): larger type, no Streamlit header or toolbar, wider page.
 # The chart is the slide: no header or sidebar, little padding, a slim bar of controls, the
-# translation strip at reading size (main.COMPACT_CSS comes first; these win). The view's first chart
+# translation strip at reading size (style.COMPACT_CSS comes first; these win). The view's first chart
 # comes before its controls (the step buttons of a walk through the steps stay above it).
 PRESENTER_CSS = """<style>
 html { font-size: 19px; }

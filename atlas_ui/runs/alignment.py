@@ -2,8 +2,8 @@
 pass with align=True over exactly the pieces on screen, plus its cross-attention read head by head;
 the model's head_roles.json; and a user's Pharaoh gold parsed and scored with
 transformer/analysis/alignment.py. Like lens.py: one result per process for each call, shared by
-every session (st.cache_resource; its arrays are read-only), handed out from warm.held without
-hashing when this process holds it already. Nothing is kept in module globals."""
+every session (warm.cached_run: its arrays are read-only, handed out without hashing when this
+process holds it already). Nothing is kept in module globals."""
 from __future__ import annotations
 
 import functools
@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import streamlit as st
 
 # at module level, not in the functions: two sessions' threads importing a package and one of its
 # submodules at once can deadlock in importlib
@@ -23,7 +22,7 @@ from transformer.analysis.head_roles import HEAD_ROLES
 from .catalogue import ModelRef, file_stamps
 from .result import read_only
 from .translation import get_translator, translation_slot
-from .warm import RunKey, held, hold, tagged
+from .warm import RunKey, cached_run
 
 
 @dataclass(frozen=True)
@@ -44,11 +43,14 @@ class AlignmentRun:
     key: str
 
 
+ALIGNMENT = "alignment"
+
+
 def alignment_key(run: RunKey, pieces: tuple) -> RunKey:
-    """The alignment of `pieces` (the pieces on screen) for the page's run (page/main.page_run): the
-    run's key as one forced pass (beam 1, no explain) with the tagged target ("align", *pieces).
-    Derived from the page's key, never rebuilt from arguments; held under warm.tagged(key)."""
-    return run.but(beam_size=1, target=("align",) + tuple(pieces), explain=False)
+    """The alignment of `pieces` (the pieces on screen) for the page's run (page/translation.page_run):
+    the run's key as one forced pass (beam 1, no explain), of kind ALIGNMENT with the pieces as its
+    target. Derived from the page's key, never rebuilt from arguments."""
+    return run.but(kind=ALIGNMENT, beam_size=1, target=tuple(pieces), explain=False)
 
 
 def head_roles(model: ModelRef, device: str) -> dict | None:
@@ -73,24 +75,17 @@ def _best_alignment_head(path: str, stamp) -> tuple[int, int] | None:
         return None
 
 
-def alignment_run(key: RunKey, slots: int) -> AlignmentRun:
-    """The alignment of an alignment_key(...) (its text, the pieces of its target, its heads off):
-    held, or computed once per process."""
-    if not (isinstance(key.target, tuple) and key.target[:1] == ("align",)):
-        raise TypeError(f"alignment_run takes an alignment_key, not a run with target {key.target!r}")
-    ready = held().get(tagged(key))
-    return ready if ready is not None else _alignment_run(key, slots)
-
-
 def word_links_of(piece_links, source_owner, output_owner) -> list[tuple[int, int]]:
     """Piece links -> the sorted word links they stand for (special pieces belong to no word)."""
     return sorted({(source_owner[i], output_owner[j]) for i, j in piece_links
                    if source_owner[i] is not None and output_owner[j] is not None})
 
 
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _alignment_run(key: RunKey, slots: int) -> AlignmentRun:
-    text, pieces = key.text, key.target[1:]
+@cached_run(ALIGNMENT, max_entries=32)
+def alignment_run(key: RunKey, slots: int) -> AlignmentRun:
+    """The alignment of an alignment_key(...) (its text, the pieces of its target, its heads off):
+    held, or computed once per process."""
+    text, pieces = key.text, key.target
     translator = get_translator(key.model, key.device)
     with translation_slot(slots):
         out = translator.translate(text, top_k=0, target=list(pieces), head_mask=set(key.head_mask) or None,
@@ -109,13 +104,12 @@ def _alignment_run(key: RunKey, slots: int) -> AlignmentRun:
     word_maps = to_words(cross, words.target, words.n_target, words.source, words.n_source)    # (L, H, nt, ns)
     head_links = tuple(tuple(frozenset(links_from_scores(word_maps[layer, h], rule)) for h in range(cross.shape[1]))
                        for layer in range(cross.shape[0]))
-    name = tagged(key)
-    return hold(name, AlignmentRun(
+    return AlignmentRun(
         output_tokens=tuple(out.output_tokens), links=tuple((int(i), int(j)) for i, j in out.alignment),
         source_words=tuple(source_words), output_words=tuple(output_words), source_owner=tuple(words.source),
         output_owner=tuple(words.target), word_links=tuple(word_links_of(out.alignment, words.source, words.target)),
         cross=read_only(cross), head_links=head_links, method=str(spec["method"]), rule=rule,
-        fallback=not (roles and "method" in roles), key=name))
+        fallback=not (roles and "method" in roles), key=key.digest)
 
 
 def _piece_words(pieces, owners) -> list[str]:

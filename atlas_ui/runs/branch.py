@@ -11,39 +11,31 @@ from .translation import get_translator, translation_slot
 from .catalogue import ModelRef
 from .result import Result, to_result
 from ..server.settings import TOP_K
-from .warm import RunKey, held, hold, tagged
+from .warm import RunKey, cached_run
+
+
+BRANCH = "branch"
 
 
 def branch_key(run: RunKey, prefix: tuple) -> RunKey:
-    """`run` decoded on from the forced pieces `prefix` (a what-if branch): its key is the run's
-    with the tagged target ("prefix", *pieces), held under warm.tagged(key) ("prefix:digest"), never
-    a plain run's name, even a run forced through pieces that start with one spelled "prefix".
-    Derived from the page's key (page/main.page_run), never rebuilt from arguments."""
-    return run.but(target=("prefix",) + tuple(prefix))
+    """`run` decoded on from the forced pieces `prefix` (a what-if branch): the run's key of kind
+    BRANCH with the prefix as its target, so never a translation's, even one forced through the same
+    pieces. Derived from the page's key (page/translation.page_run), never rebuilt from arguments."""
+    return run.but(kind=BRANCH, target=tuple(prefix))
 
 
+@cached_run(BRANCH, max_entries=64)
 def translate_prefix(run: RunKey, slots: int) -> Result:
     """translate(text, prefix=pieces) for a branch_key(...): the pieces forced, then greedy or beam
     search goes on; with head_mask, the branch decoded again with those heads off (the Ablation view
-    on a branch). One Result per key, held under warm.tagged(run) (the run this process holds already
-    is handed out without st.cache_resource's hashing: every session of a room on a link with a
-    branch asks for the same one). ValueError (unknown piece, </s> before the end, longer than
-    max_len) passes through uncached."""
-    if not (isinstance(run.target, tuple) and run.target[:1] == ("prefix",)):
-        raise TypeError(f"translate_prefix takes a branch_key, not a run with target {run.target!r}")
-    ready = held().get(tagged(run))
-    return ready if ready is not None else _translate_prefix(run, slots)
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _translate_prefix(run: RunKey, slots: int) -> Result:
-    prefix = run.target[1:]
+    on a branch). One Result per key, held under its digest (also the Result's key: its figures are
+    its own). ValueError (unknown piece, </s> before the end, longer than max_len) passes through
+    uncached."""
     translator = get_translator(run.model, run.device)
     with translation_slot(slots):
-        out = translator.translate(run.text, beam_size=run.beam_size, capture=True, top_k=TOP_K, prefix=list(prefix),
+        out = translator.translate(run.text, beam_size=run.beam_size, capture=True, top_k=TOP_K, prefix=list(run.target),
                                    explain=bool(run.explain), head_mask=set(run.head_mask) or None)
-    name = tagged(run)                            # also the Result's key: its figures are its own
-    return hold(name, to_result(out, str(translator.device), tuple(run.head_mask), name))
+    return to_result(out, str(translator.device), tuple(run.head_mask), run.digest)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

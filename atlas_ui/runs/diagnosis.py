@@ -11,16 +11,14 @@ import os
 from dataclasses import dataclass
 
 import numpy as np
-import streamlit as st
 
 from transformer.diagnosis.scores import Item, diagnose_items
 from viz.diagnosis import flag_expectations, flag_put_backs, missing_note
 
 from .translation import get_translator, translation_slot
-from .catalogue import ModelRef
 from .result import read_only
 from ..server.settings import max_concurrent
-from .warm import held, hold
+from .warm import RunKey, cached_run, held
 
 LOG = logging.getLogger("atlas_ui")
 # The panels of the Diagnosis view: one value per output piece, one per source piece. The lexicon
@@ -72,46 +70,53 @@ class PageDiagnosis:
     it first, so there it is computed at once; ATLAS_DIAGNOSIS=0: only there. (A worker thread
     beside the view was tried: on 2 shared cores it made the run no shorter.)"""
 
-    def __init__(self, model: ModelRef, device: str, result, view: str):
-        self.args = (model, device, result)
-        self.findings = held().get(("diagnosis", result.key)) if result.key else None
+    def __init__(self, run: RunKey, result, view: str):
+        self.key = diagnosis_key(run, result)
+        self.findings = held().get(self.key.digest)
         self.pending = self.findings is None and view != "Diagnosis" and every_run()
         if self.findings is None and view == "Diagnosis":
-            self.findings = diagnosis_for(*self.args)
+            self.findings = diagnose(self.key, max_concurrent())
 
     def finish(self):
         """The Findings (computed now if still pending), or None when switched off."""
         if self.pending:
             self.pending = False
-            self.findings = diagnosis_for(*self.args)
+            self.findings = diagnose(self.key, max_concurrent())
         return self.findings
 
 
-def diagnosis_for(model: ModelRef, device: str, result) -> Findings | DiagnosisFailed:
-    """The Findings of the Result on screen (same pieces, same ablated heads). A run that has them
-    already skips st.cache_resource's hashing of the arguments (atlas_ui/runs/warm.py, issue 14)."""
-    key = ("diagnosis", result.key) if result.key else None
-    found = held().get(key) if key else None
-    if found is not None:
-        return found
-    findings = _diagnose(model, device, tuple(result.source_tokens), tuple(result.target_tokens[:1]),
-                         tuple(result.output_tokens), tuple(result.head_mask), max_concurrent(), not result.forced)
-    return hold(key, findings) if key else findings
+DIAGNOSIS = "diagnosis"
 
 
-@st.cache_resource(max_entries=128, show_spinner=False)
-def _diagnose(model: ModelRef, device: str, source: tuple, start: tuple, output: tuple, head_mask: tuple,
-              slots: int, free: bool = False) -> Findings | DiagnosisFailed:
+def diagnosis_key(run: RunKey, result) -> RunKey:
+    """The diagnosis of the Result on screen, from the page's run (page/translation.page_run): of kind
+    DIAGNOSIS, its target the pieces read (source, the start piece, output) and whether the output
+    was decoded freely, with the Result's heads off. Derived from the page's key; the same pieces on
+    a rerun, a branch or another session give the same key."""
+    pieces = (tuple(result.source_tokens), tuple(result.target_tokens[:1]), tuple(result.output_tokens),
+              not result.forced)
+    return run.but(kind=DIAGNOSIS, beam_size=1, target=pieces, head_mask=tuple(result.head_mask), explain=False)
+
+
+def diagnosis_for(run: RunKey, result) -> Findings | DiagnosisFailed:
+    """The Findings of the Result on screen (same pieces, same ablated heads) for the page's run."""
+    return diagnose(diagnosis_key(run, result), max_concurrent())
+
+
+@cached_run(DIAGNOSIS, max_entries=128)
+def diagnose(key: RunKey, slots: int) -> Findings | DiagnosisFailed:
+    """The diagnosis of a diagnosis_key(...): held, or computed once per process."""
+    source, start, output, free = key.target
     if not output or not source:
         return DiagnosisFailed("there is no output piece to check" if source else "the source has no piece")
-    translator = get_translator(model, device)
+    translator = get_translator(key.model, key.device)
     with translation_slot(slots):
         try:
             tok = translator.engine.tokenizer
             output_ids = tok.piece_ids(output)
             item = Item(tok.piece_ids(source), tok.piece_ids(start) + output_ids[:-1], output_ids,
                         list(source), list(output), free=free)
-            dg = diagnose_items(translator, [item], head_mask=set(head_mask) or None)[0]
+            dg = diagnose_items(translator, [item], head_mask=set(key.head_mask) or None)[0]
         except (ValueError, RuntimeError) as exc:
             LOG.warning("diagnosis failed: %s", exc)
             return DiagnosisFailed(str(exc)[:200])

@@ -21,7 +21,7 @@ from transformer.explain.faithfulness import perturbation_summary, perturbation_
 from .translation import get_translator, translation_slot
 from .catalogue import file_stamps
 from .result import read_only
-from .warm import RunKey, held, hold
+from .warm import RunKey, cached_run
 
 METHODS = ("attention", "norm", "alti+", "saliency")
 METHOD_LABELS = {"attention": "raw cross-attention (mean of layers and heads)",
@@ -53,36 +53,29 @@ def content_positions(translator, source_ids) -> list:
 
 
 class Attribution(dict):
-    """attribution()'s numbers: a dict that can be weakly referenced, so a process can hand it out
-    without st.cache_resource's hashing (warm.held; attribution() below)."""
+    """attribution()'s numbers: a dict that can be weakly referenced, so a process can hold it and
+    hand it out without st.cache_resource's hashing (warm.cached_run)."""
+
+
+ATTRIBUTION = "attribution"
 
 
 def attribution_key(run: RunKey, pieces: tuple | None = None) -> RunKey:
-    """The run whose attribution is shown, for the page's run (page/main.page_run): the run itself
-    (its reference, or decoded freely with its beam) or, with `pieces` (a what-if branch's pieces on
-    screen), forced through them; beam 1 when forced, explain=False (attribution() explains it
-    itself). Derived from the page's key, never rebuilt from arguments; held under
-    attribution_name(key)."""
+    """The run whose attribution is shown, for the page's run (page/translation.page_run): the run
+    itself (its reference, or decoded freely with its beam) or, with `pieces` (a what-if branch's
+    pieces on screen), forced through them; beam 1 when forced, explain=False (attribution() explains
+    it itself). Derived from the page's key, never rebuilt from arguments; of kind ATTRIBUTION, so
+    held apart from the translation itself."""
     target = tuple(pieces) if pieces else run.target
-    return run.but(beam_size=1 if target else run.beam_size, target=target, explain=False)
+    return run.but(kind=ATTRIBUTION, beam_size=1 if target else run.beam_size, target=target, explain=False)
 
 
-def attribution_name(key: RunKey) -> str:
-    """What this process holds the attribution of `key` under: never the translation's own digest."""
-    return "attribution:" + key.digest
-
-
+@cached_run(ATTRIBUTION, max_entries=32)     # shared, read only: no unpickled copy per session
 def attribution(key: RunKey, slots: int) -> Attribution:
     """For the run of an attribution_key(...): {method: (T, S)} scores (rows sum to 1), the
     perturbation test (one row per method, step and k), its summary per method and k, and Spearman
     correlations per step and pair of methods (over the non-special source pieces). Held, or
     computed once per process (a room on one link asks for the same one: no hashing of the key)."""
-    ready = held().get(attribution_name(key))
-    return ready if ready is not None else _attribution(key, slots)
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)     # shared, read only: no unpickled copy per session
-def _attribution(key: RunKey, slots: int) -> Attribution:
     translator = get_translator(key.model, key.device)
     head_mask = tuple(key.head_mask)
     with translation_slot(slots):             # the perturbation passes are model work too
@@ -92,10 +85,10 @@ def _attribution(key: RunKey, slots: int) -> Attribution:
     positions = content_positions(translator, out.source_ids)
     correlations = (rank_correlations(scores, positions) if len(positions) > 1
                     else pd.DataFrame(columns=["step", "method_a", "method_b", "spearman"]))
-    return hold(attribution_name(key), Attribution(
+    return Attribution(
         scores={name: read_only(np.array(value)) for name, value in scores.items()}, perturbation=frame,
         summary=perturbation_summary(frame), correlations=correlations,
-        output_tokens=list(out.output_tokens), source_tokens=list(out.source_tokens)))
+        output_tokens=list(out.output_tokens), source_tokens=list(out.source_tokens))
 
 
 def correlation_summary(correlations: pd.DataFrame) -> pd.DataFrame:

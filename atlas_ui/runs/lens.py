@@ -1,18 +1,17 @@
 """The Logit lens view's cached runs (issue 33): the lens over the run on screen, and the DecoderLens
 translations from each encoder layer. Like translation.translate, one result per process for each
-call, shared by every session (st.cache_resource; its arrays are read-only), and handed out from
-warm.held without hashing when this process holds it already. Nothing is kept in module globals:
+call, shared by every session (warm.cached_run: its arrays are read-only, handed out without
+hashing when this process holds it already). Nothing is kept in module globals:
 each call's state is its own."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
-import streamlit as st
 
 from .result import read_only
 from .translation import get_translator, translation_slot
-from .warm import RunKey, held, hold, tagged
+from .warm import RunKey, cached_run
 
 LENS_TOP_K = 5              # pieces kept per cell (the hover and a click show them)
 
@@ -37,32 +36,28 @@ class DecoderLensRun:
     key: str
 
 
+LENS, DECODER_LENS = "lens", "decoder_lens"
+
+
 def lens_key(run: RunKey, pieces: tuple) -> RunKey:
-    """The lens over `pieces` (the pieces on screen) for the page's run (page/main.page_run): the run's
-    key as one teacher-forced pass (beam 1, no explain) with the tagged target ("lens", *pieces).
-    Derived from the page's key, never rebuilt from arguments; held under warm.tagged(key)."""
-    return run.but(beam_size=1, target=("lens",) + tuple(pieces), explain=False)
+    """The lens over `pieces` (the pieces on screen) for the page's run (page/translation.page_run):
+    the run's key as one teacher-forced pass (beam 1, no explain), of kind LENS with the pieces as its
+    target. Derived from the page's key, never rebuilt from arguments."""
+    return run.but(kind=LENS, beam_size=1, target=tuple(pieces), explain=False)
 
 
 def decoder_lens_key(run: RunKey, prefix: tuple = ()) -> RunKey:
     """The DecoderLens translations for the page's run: decoded freely (the run's beam, no reference)
-    after the forced `prefix` of a what-if branch (() on the original), under the tagged target
-    ("decoder_lens", *prefix). Derived from the page's key; held under warm.tagged(key)."""
-    return run.but(target=("decoder_lens",) + tuple(prefix), explain=False)
+    after the forced `prefix` of a what-if branch (() on the original), of kind DECODER_LENS with the
+    prefix as its target. Derived from the page's key."""
+    return run.but(kind=DECODER_LENS, target=tuple(prefix), explain=False)
 
 
+@cached_run(LENS, max_entries=32)
 def lens_run(key: RunKey, slots: int) -> LensRun:
     """The lens of a lens_key(...) (its text, the pieces of its target, its heads off): held, or
     computed once per process."""
-    if not (isinstance(key.target, tuple) and key.target[:1] == ("lens",)):
-        raise TypeError(f"lens_run takes a lens_key, not a run with target {key.target!r}")
-    ready = held().get(tagged(key))
-    return ready if ready is not None else _lens_run(key, slots)
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _lens_run(key: RunKey, slots: int) -> LensRun:
-    pieces = key.target[1:]
+    pieces = key.target
     translator = get_translator(key.model, key.device)
     with translation_slot(slots):
         out = translator.translate(key.text, capture=False, top_k=LENS_TOP_K, target=list(pieces),
@@ -71,26 +66,18 @@ def _lens_run(key: RunKey, slots: int) -> LensRun:
     if tuple(out.output_tokens) != tuple(pieces):
         raise ValueError("the lens read other pieces than those on screen")
     top = tuple(tuple(tuple(piece for piece, _ in cell) for cell in row) for row in lens.top_k)
-    name = tagged(key)
-    return hold(name, LensRun(sites=tuple(lens.sites), output_tokens=tuple(out.output_tokens),
-                              chosen_prob=read_only(np.asarray(lens.chosen_prob, dtype=np.float32)),
-                              chosen_rank=read_only(np.asarray(lens.chosen_rank, dtype=np.int32)),
-                              top_pieces=top, top_probs=read_only(np.asarray(lens.top_probs, dtype=np.float32)),
-                              key=name))
+    return LensRun(sites=tuple(lens.sites), output_tokens=tuple(out.output_tokens),
+                   chosen_prob=read_only(np.asarray(lens.chosen_prob, dtype=np.float32)),
+                   chosen_rank=read_only(np.asarray(lens.chosen_rank, dtype=np.int32)),
+                   top_pieces=top, top_probs=read_only(np.asarray(lens.top_probs, dtype=np.float32)),
+                   key=key.digest)
 
 
+@cached_run(DECODER_LENS, max_entries=32)
 def decoder_lens_run(key: RunKey, slots: int) -> DecoderLensRun:
     """The sentence of a decoder_lens_key(...) decoded (greedy or beam, after the forced pieces of its
     target) from each encoder layer's output: held, or computed once per process."""
-    if not (isinstance(key.target, tuple) and key.target[:1] == ("decoder_lens",)):
-        raise TypeError(f"decoder_lens_run takes a decoder_lens_key, not a run with target {key.target!r}")
-    ready = held().get(tagged(key))
-    return ready if ready is not None else _decoder_lens_run(key, slots)
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _decoder_lens_run(key: RunKey, slots: int) -> DecoderLensRun:
-    prefix = key.target[1:]
+    prefix = key.target
     translator = get_translator(key.model, key.device)
     layers = translator.config.n_encoder_layers
     rows = []
@@ -100,5 +87,4 @@ def _decoder_lens_run(key: RunKey, slots: int) -> DecoderLensRun:
                                        prefix=list(prefix) or None, head_mask=set(key.head_mask) or None)
         label = f"encoder layer {k}" + (" (the model)" if k == layers - 1 else "")
         rows.append((label, tuple(out.output_tokens), tuple(float(s.prob) for s in out.steps)))
-    name = tagged(key)
-    return hold(name, DecoderLensRun(rows=tuple(rows), key=name))
+    return DecoderLensRun(rows=tuple(rows), key=key.digest)

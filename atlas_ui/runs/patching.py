@@ -1,6 +1,6 @@
 """Compare's "What carries the difference" (issue 53): `tr.patch(original, edited)` of the pair on
-screen, cached once per process like the lens (st.cache_resource; its arrays read-only, shared by
-every session) and handed out from warm.held without hashing when this process holds it already.
+screen, cached once per process like the lens (warm.cached_run: its arrays read-only, shared by
+every session, handed out without hashing when this process holds it already).
 A sweep is a few batched forced passes (docs/api.md, "Activation patching"), so an audience on one
 link pays for it once."""
 from __future__ import annotations
@@ -9,11 +9,10 @@ import logging
 from dataclasses import dataclass
 
 import numpy as np
-import streamlit as st
 
 from .result import read_only
 from .translation import get_translator, translation_slot
-from .warm import RunKey, held, hold, tagged
+from .warm import RunKey, cached_run
 
 LOG = logging.getLogger("atlas_ui")
 
@@ -40,37 +39,33 @@ class PatchFailed:
     reason: str
 
 
+PATCH = "patch"
+
+
 def patch_key(run: RunKey, edited: str) -> RunKey:
     """The sweep of the page's run against `edited`: derived from the page's key (its model, device
-    and text), greedy and without ablated heads, as tr.patch runs; held under warm.tagged(key)."""
-    return run.but(beam_size=1, target=("patch", edited), head_mask=(), explain=False)
+    and text), greedy and without ablated heads, as tr.patch runs; of kind PATCH with the edited
+    sentence as its target."""
+    return run.but(kind=PATCH, beam_size=1, target=edited, head_mask=(), explain=False)
 
 
+@cached_run(PATCH, max_entries=32)
 def patch_sweep(key: RunKey, slots: int) -> PatchSweep | PatchFailed:
     """The sweep of a patch_key(...): held, or computed once per process."""
-    if not (isinstance(key.target, tuple) and key.target[:1] == ("patch",) and len(key.target) == 2):
-        raise TypeError(f"patch_sweep takes a patch_key, not a run with target {key.target!r}")
-    ready = held().get(tagged(key))
-    return ready if ready is not None else _patch_sweep(key, slots)
-
-
-@st.cache_resource(max_entries=32, show_spinner=False)
-def _patch_sweep(key: RunKey, slots: int) -> PatchSweep | PatchFailed:
     translator = get_translator(key.model, key.device)
-    name = tagged(key)
     with translation_slot(slots):
         try:
-            res = translator.patch(key.text, key.target[1])
+            res = translator.patch(key.text, key.target)
         except ValueError as exc:                # the same pieces, or nothing to measure: said, and kept
-            return hold(name, PatchFailed(str(exc)[:200]))
+            return PatchFailed(str(exc)[:200])
         except Exception as exc:  # noqa: BLE001 - a model the sweep does not fit: the rest of Compare stays
             LOG.exception("patching failed")
-            return hold(name, PatchFailed(f"it failed for this model ({type(exc).__name__})"))
+            return PatchFailed(f"it failed for this model ({type(exc).__name__})")
     pieces = translator.engine.tokenizer.pieces
     freeze = (lambda a: None if a is None else read_only(np.array(a, dtype=np.float64)))
-    return hold(name, PatchSweep(
+    return PatchSweep(
         encoder=freeze(res.encoder), heads={kind: freeze(value) for kind, value in res.heads.items()},
         clean_source_tokens=tuple(res.clean_source_tokens), corrupt_source_tokens=tuple(res.corrupt_source_tokens),
         output_tokens=tuple(res.output_tokens), step=int(res.step),
         clean_piece=str(pieces([res.clean_piece_id])[0]), corrupt_piece=str(pieces([res.corrupt_piece_id])[0]),
-        clean_value=float(res.clean_value), corrupt_value=float(res.corrupt_value), key=name))
+        clean_value=float(res.clean_value), corrupt_value=float(res.corrupt_value), key=key.digest)

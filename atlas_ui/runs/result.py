@@ -8,7 +8,7 @@ import numpy as np
 
 from viz import head_statistics
 
-from ..page.figures import FigureCache
+from ..ui.figures import FigureCache
 
 
 @dataclass(frozen=True)

@@ -20,12 +20,12 @@ from viz import average_statistics
 from .catalogue import ModelRef
 from .result import Result, kind_statistics, to_result
 from ..server.settings import MAX_LOADED_MODELS, TOP_K
-from .warm import RunKey, held, hold, model_key
+from .warm import TRANSLATION, RunKey, cached_run, held, hold, model_key
 
 LOG = logging.getLogger("atlas_ui")
 
 __all__ = ["ExplainFailed", "ModelRef", "Result", "RunKey", "available_devices", "configure_torch", "example_statistics",
-           "get_translator", "settle_heap", "translate", "translate_explained", "translation_slot"]
+           "explained_key", "get_translator", "settle_heap", "translate", "translate_explained", "translation_slot"]
 
 
 @functools.lru_cache(maxsize=None)      # every run calls it: no st.cache hashing
@@ -108,6 +108,7 @@ def settle_heap() -> None:
     gc.freeze()
 
 
+@cached_run(TRANSLATION, max_entries=64)
 def translate(run: RunKey, slots: int) -> Result:
     """Translate with capture; one cached Result per RunKey (model, device, text, beam size, reference,
     ablated heads, explain). explain=True adds norm-based attention, ALTI+ and saliency.
@@ -115,21 +116,13 @@ def translate(run: RunKey, slots: int) -> Result:
     One Result per process for each run, shared by every session (its arrays are read-only): an
     audience opening the same link costs one translation and no copies. `run.target`: None, a
     reference text, or a tuple of pieces fed exactly (forced decoding)."""
-    ready = held().get(run.digest)
-    if isinstance(ready, Result):
-        return ready
-    return _translate(run, slots)
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _translate(run: RunKey, slots: int) -> Result:
     translator = get_translator(run.model, run.device)
     with translation_slot(slots):
         target = run.target
         out = translator.translate(run.text, beam_size=run.beam_size, capture=True, top_k=TOP_K,
                                    target=list(target) if isinstance(target, tuple) else target,
                                    head_mask=set(run.head_mask) or None, explain=bool(run.explain))
-    return hold(run.digest, to_result(out, str(translator.device), tuple(run.head_mask), run.digest))
+    return to_result(out, str(translator.device), tuple(run.head_mask), run.digest)
 
 
 @dataclass(frozen=True)
@@ -138,21 +131,28 @@ class ExplainFailed:
     reason: str
 
 
+EXPLAINED = "explained"
+
+
+def explained_key(run: RunKey) -> RunKey:
+    """The explained translation of the page's run: what translate_explained holds, a Result or the
+    failure, under a key of its own (the translation's digest only ever names a Result)."""
+    return run.but(explain=True, kind=EXPLAINED)
+
+
 def translate_explained(run: RunKey, slots: int) -> Result | ExplainFailed:
     """translate() of the run with explain=True, with a failure remembered for that translation like a
     result: the page then shows the raw weights at once on later runs instead of trying again each time."""
-    run = run if run.explain else run.but(explain=True)
-    ready = held().get(run.digest)
-    return ready if ready is not None else _translate_explained(run, slots)
+    return _translate_explained(explained_key(run), slots)
 
 
-@st.cache_resource(max_entries=64, show_spinner=False)
-def _translate_explained(run: RunKey, slots: int) -> Result | ExplainFailed:
+@cached_run(EXPLAINED, max_entries=64)
+def _translate_explained(key: RunKey, slots: int) -> Result | ExplainFailed:
     try:
-        return translate(run, slots)
+        return translate(key.but(kind=TRANSLATION), slots)
     except (ValueError, RuntimeError) as exc:
         LOG.warning("explain=True failed, showing raw attention: %s", exc)
-        return hold(run.digest, ExplainFailed(f"{type(exc).__name__}: {exc}"))
+        return ExplainFailed(f"{type(exc).__name__}: {exc}")
 
 
 @st.cache_resource(max_entries=16, show_spinner=False)     # shared, read only: no unpickled copy per session

@@ -5,8 +5,8 @@ import streamlit as st
 
 from viz.ablation import changed_count, diff_html, probability_change_figure, probability_change_table
 
-from ..page import state
-from ..page.common import chart, escape_md, n_heads, n_layers, shared_figure, shared_table
+from ..ui import state
+from ..ui.common import chart, escape_md, n_heads, n_layers, shared_figure, shared_table
 from ..server.settings import KIND_LABELS, KINDS
 from .base import View, ViewContext
 

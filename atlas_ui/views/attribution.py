@@ -9,7 +9,7 @@ import streamlit as st
 from viz import method_comparison_figure, method_table
 
 from ..runs.explain import METHOD_LABELS, correlation_summary
-from ..page.common import STEP_SLIDE_HEIGHT, chart, escape_md, shared_figure, shared_table, step_nav
+from ..ui.common import STEP_SLIDE_HEIGHT, chart, escape_md, shared_figure, shared_table, step_nav
 from .base import View, ViewContext
 
 AVERAGE_FLAG = "attr_average_on"      # session key: the examples' average was asked for

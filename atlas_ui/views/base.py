@@ -11,16 +11,16 @@ from typing import Callable
 import plotly.graph_objects as go
 import streamlit as st
 
-from ..page import branch
+from ..ui import branch
 from ..runs.translation import example_statistics, get_translator, translate
 from ..runs.branch import branch_key, translate_prefix
-from ..runs.explain import attribution, attribution_average, attribution_key, attribution_name
+from ..runs.explain import attribution, attribution_average, attribution_key
 from ..runs.catalogue import ModelRef
-from ..page.common import Display
+from ..ui.common import Display
 from ..runs.result import Result
 from ..server.settings import MAX_CHARS, max_concurrent
 from ..runs.warm import RunKey, held
-from .shared import cached_run
+from .shared import spinner_unless_held
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,8 @@ class ViewContext:
         key = attribution_key(self.run, tuple(self.result.output_tokens) if self.branch_prefix else None)
         # held already (a rerun, a room on one link): no spinner, whose timer thread and transient
         # element every session would pay for, and no hashing of the key
-        return cached_run(attribution_name(key), "Comparing the methods and running the perturbation test…",
-                          lambda: attribution(key, max_concurrent()))
+        return spinner_unless_held(key, "Comparing the methods and running the perturbation test…",
+                                   lambda: attribution(key, max_concurrent()))
 
     def attribution_average(self) -> dict:
         """The attribution's perturbation summary and correlations over the example sentences."""

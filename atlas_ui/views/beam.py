@@ -7,8 +7,8 @@ import streamlit as st
 
 from viz.beam import beam_path, beam_selection, beam_table, beam_tree_figure
 
-from ..page import branch, state
-from ..page.common import chart, heat_height, pick_cross_head, shared_figure, shared_table
+from ..ui import branch, state
+from ..ui.common import chart, heat_height, pick_cross_head, shared_figure, shared_table
 from .base import View, ViewContext
 from .shared import head_heatmap
 

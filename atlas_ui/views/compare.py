@@ -11,9 +11,9 @@ from viz.compare import changed_table, swap_map_figure, swap_pieces_figure
 from viz import is_special
 from viz.words import word_spans
 
-from ..page import state
+from ..ui import state
 from ..runs.compare import pair_runs, swapped_text, word_neighbours
-from ..page.common import (as_arrow, chart, column_width, escape_md, n_heads, n_layers, norm_caption, norm_switch,
+from ..ui.common import (as_arrow, chart, column_width, escape_md, n_heads, n_layers, norm_caption, norm_switch,
                       shared_figure)
 from ..server.settings import KIND_LABELS, KINDS, MAX_CHARS, MAX_COMPARE_HEADS, max_concurrent
 from .base import View, ViewContext

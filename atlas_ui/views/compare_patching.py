@@ -10,13 +10,12 @@ import streamlit as st
 
 from viz.patching import KINDS, carrier_sentence, encoder_patch_figure, head_patch_figure
 
-from ..page import state
-from ..page.common import chart, column_width, escape_md, shared_figure
+from ..ui import state
+from ..ui.common import chart, column_width, escape_md, shared_figure
 from ..runs.patching import PatchFailed, patch_key, patch_sweep
-from ..runs.warm import tagged
 from ..server.settings import KIND_LABELS, max_concurrent
 from .base import ViewContext
-from .shared import cached_run, focus_panel, on_tile_pick, scroll_after_click
+from .shared import focus_panel, on_tile_pick, scroll_after_click, spinner_unless_held
 
 SECTION = "compare_patch"              # widget keys start with it; the opened head's container is SECTION_opened
 PATCH_OPENED = "_compare_patch_opened"  # session: a head tile of this section was clicked (its panel is shown)
@@ -49,7 +48,7 @@ def carries_section(ctx: ViewContext, original, other, edited: str) -> None:
         return
     key = patch_key(ctx.run, edited)
     try:
-        sweep = cached_run(tagged(key), "Patching the edited run…", lambda: patch_sweep(key, max_concurrent()))
+        sweep = spinner_unless_held(key, "Patching the edited run…", lambda: patch_sweep(key, max_concurrent()))
     except (RuntimeError, TimeoutError) as exc:
         st.warning("Could not patch the edited run: " + escape_md(str(exc), 200))
         return

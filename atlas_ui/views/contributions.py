@@ -10,7 +10,7 @@ from viz import contribution_figure, merge_keys, source_share_figure
 from viz.branch import contrast_figure
 
 from ..runs.branch import contrast
-from ..page.common import chart, escape_md, shared_figure
+from ..ui.common import chart, escape_md, shared_figure
 
 
 def source_share_bar(result, display) -> None:

@@ -8,9 +8,9 @@ import streamlit as st
 
 from viz import attention_heatmap, keep_peak_labels, merge_keys, topk_bar_figure
 
-from ..page.common import (STEP_SLIDE_HEIGHT, chart, column_width, escape_md, heat_height, n_heads, norm_caption,
+from ..ui.common import (STEP_SLIDE_HEIGHT, chart, column_width, escape_md, heat_height, n_heads, norm_caption,
                       norm_switch, pick_cross_head, shared_figure, step_nav, value_options)
-from ..page import branch
+from ..ui import branch
 from .contributions import step_explanations
 from .base import View, ViewContext
 

@@ -11,9 +11,9 @@ import streamlit as st
 from viz import token_probability_html
 from viz.diagnosis import EVIDENCE_HELP, diagnosis_figure, diagnosis_selection, missing_note, source_strip_html, words_of
 
-from ..page import state
+from ..ui import state
 from ..runs.diagnosis import DiagnosisFailed, Findings, diagnosis_for
-from ..page.common import PRESENTER_MAX_HEIGHT, chart, escape_md, shared_figure
+from ..ui.common import PRESENTER_MAX_HEIGHT, chart, escape_md, shared_figure
 from .base import View, ViewContext
 
 STEPS_VIEW = "Decoding steps"
@@ -49,7 +49,7 @@ def flag_table(findings, result) -> pd.DataFrame:
 
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
-    findings = diagnosis_for(ctx.model, ctx.device, result)
+    findings = diagnosis_for(ctx.run, result)
     if isinstance(findings, DiagnosisFailed):
         st.info("No diagnosis for this translation: " + escape_md(findings.reason, 200))
         return None

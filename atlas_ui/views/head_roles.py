@@ -8,14 +8,13 @@ import streamlit as st
 
 from viz.roles import KIND_TITLES, alignment_figure, head_roles_figure, role_table, roles_selection
 
-from ..page import state
-from ..page.common import (chart, column_width, escape_md, n_heads, n_layers, pick_head, pick_kind, pick_layer,
+from ..ui import state
+from ..ui.common import (chart, column_width, escape_md, n_heads, n_layers, pick_head, pick_kind, pick_layer,
                            shared_figure, shared_table)
 from ..runs.alignment import alignment_key, alignment_run, gold_report, head_roles, parse_gold, sentence_shares
-from ..runs.warm import tagged
 from ..server.settings import KINDS, max_concurrent
 from .base import View, ViewContext
-from .shared import cached_run, head_heatmap
+from .shared import head_heatmap, spinner_unless_held
 
 MAP_CHART, ALIGN_CHART = "roles_map", "roles_alignment_chart"
 GOLD = "role_gold"             # the gold alignment typed by the user (share link: gold=)
@@ -34,7 +33,7 @@ PHONE_CSS = ("<style>@media (max-width:640px){.st-key-roles_maps .heatmaplayer t
 def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
     key = alignment_key(ctx.run, tuple(result.output_tokens))    # the page's run, over the pieces on screen
-    run = cached_run(tagged(key), "Aligning the words…", lambda: alignment_run(key, max_concurrent()))
+    run = spinner_unless_held(key, "Aligning the words…", lambda: alignment_run(key, max_concurrent()))
     roles = head_roles(ctx.model, ctx.device)
     picture = st.container(key="roles_alignment")             # drawn first, filled once the gold is read
     gold_text = state.text_input(

@@ -8,8 +8,8 @@ import streamlit as st
 
 from viz.stats import STAT_COLUMNS, STAT_TITLES
 
-from ..page import state
-from ..page.common import PRESENTER_MAX_HEIGHT, as_arrow, chart, column_width, n_heads, n_layers, pick_kind
+from ..ui import state
+from ..ui.common import PRESENTER_MAX_HEIGHT, as_arrow, chart, column_width, n_heads, n_layers, pick_kind
 from ..runs.result import kind_statistics
 from .base import View, ViewContext
 from .importance import importance_rows, importance_section, load_importance

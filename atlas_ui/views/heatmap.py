@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ..page import state
-from ..page.common import norm_caption, norm_switch, pick_head, pick_kind, pick_layer
+from ..ui import state
+from ..ui.common import norm_caption, norm_switch, pick_head, pick_kind, pick_layer
 from .base import View, ViewContext
 from .shared import head_heatmap
 

@@ -11,7 +11,7 @@ import streamlit as st
 from viz import importance_figure, importance_frame, pruning_curve_figure, top_heads
 
 from ..runs.explain import head_importance, head_importance_stamp
-from ..page.common import chart, escape_md, n_heads, n_layers, shared_figure
+from ..ui.common import chart, escape_md, n_heads, n_layers, shared_figure
 from ..server.settings import IMPORTANT_HEADS, KIND_LABELS
 
 NO_FILE = ("This model has no head_importance.json, so no head is marked as important "

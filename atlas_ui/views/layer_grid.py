@@ -5,7 +5,7 @@ import streamlit as st
 
 from viz import head_grid_figure
 
-from ..page.common import (norm_caption, norm_switch, pick_kind, pick_layer, shared_figure, value_options,
+from ..ui.common import (norm_caption, norm_switch, pick_kind, pick_layer, shared_figure, value_options,
                       weights_for)
 from ..server.settings import KIND_LABELS
 from .base import View, ViewContext

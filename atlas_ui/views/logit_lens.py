@@ -9,13 +9,12 @@ from viz.lens import (decision_sites, decoder_lens_frame, lens_grid_height, lens
                       lens_sentence, logit_lens_figure, site_label)
 from viz._labels import show_piece
 
-from ..page import state
-from ..page.common import STEP_SLIDE_HEIGHT, chart, escape_md, move_step, on_a_phone, shared_figure, shared_table
+from ..ui import state
+from ..ui.common import STEP_SLIDE_HEIGHT, chart, escape_md, move_step, on_a_phone, shared_figure, shared_table
 from ..runs.lens import decoder_lens_key, decoder_lens_run, lens_key, lens_run
-from ..runs.warm import tagged
 from ..server.settings import max_concurrent
 from .base import View, ViewContext
-from .shared import cached_run
+from .shared import spinner_unless_held
 
 CHART = "lens_grid"
 SITE = "lens_site"            # the clicked cell's site (its step is the page's "step", the strip marks it)
@@ -41,8 +40,8 @@ def render(ctx: ViewContext):
     result, display = ctx.result, ctx.display
     pieces = tuple(result.output_tokens)
     key = lens_key(ctx.run, pieces)                         # the page's run, read over the pieces on screen
-    lens = cached_run(tagged(key), "Reading every layer through the model's head…",
-                      lambda: lens_run(key, max_concurrent()))
+    lens = spinner_unless_held(key, "Reading every layer through the model's head…",
+                               lambda: lens_run(key, max_concurrent()))
     sites, T = list(lens.sites), len(lens.output_tokens)
     site, step = selected_cell(lens)
     phone = on_a_phone() and not display.presenter
@@ -130,8 +129,8 @@ def decoder_lens_table(ctx: ViewContext, show_space: bool) -> None:
     table; on a branch, each decodes on from the branch's forced pieces."""
     prefix = ctx.branch_prefix
     key = decoder_lens_key(ctx.run, prefix)                 # greedy with a reference: the page's run's beam
-    run = cached_run(tagged(key), "Decoding from each encoder layer…",
-                     lambda: decoder_lens_run(key, max_concurrent()))
+    run = spinner_unless_held(key, "Decoding from each encoder layer…",
+                              lambda: decoder_lens_run(key, max_concurrent()))
     st.markdown("**DecoderLens**: the translation when the decoder reads an earlier encoder layer's output"
                 + (" (after the branch's forced pieces)" if prefix else "")
                 + ("; decoded freely, not forced to the reference" if ctx.target else ""))

@@ -6,7 +6,7 @@ import streamlit as st
 from transformer.masks import causal_mask, decoder_mask, padding_mask
 from viz import batch_padding_figure, mask_figure
 
-from ..page.common import chart, column_width, escape_md, shared_figure
+from ..ui.common import chart, column_width, escape_md, shared_figure
 from ..server.settings import FALLBACK_EXAMPLES
 from .base import View, ViewContext
 

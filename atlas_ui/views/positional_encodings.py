@@ -6,8 +6,8 @@ import streamlit as st
 
 from viz import embedding_figure, position_bias_figure, position_similarity_figure, positional_encoding_figure
 
-from ..page import state
-from ..page.common import chart, escape_md, shared_figure
+from ..ui import state
+from ..ui.common import chart, escape_md, shared_figure
 from .base import View, ViewContext
 
 

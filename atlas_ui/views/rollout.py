@@ -7,7 +7,7 @@ import streamlit as st
 
 from viz import attention_heatmap, merge_attention, rollout
 
-from ..page.common import chart, column_width, head_title, heat_height, shared_figure
+from ..ui.common import chart, column_width, head_title, heat_height, shared_figure
 from .base import View, ViewContext
 
 SIDE_BY_SIDE = [1, 1]            # the rollout map, then the last layer's mean attention

@@ -11,19 +11,19 @@ import streamlit as st
 
 from viz import MAIN_WIDTH, attention_heatmap, overview_selection
 
-from ..page import state
-from ..page.common import (PRESENTER_MAX_HEIGHT, chart, head_title, heat_height, n_heads, n_layers, pick_head, pick_layer,
+from ..ui import state
+from ..ui.common import (PRESENTER_MAX_HEIGHT, chart, head_title, heat_height, n_heads, n_layers, pick_head, pick_layer,
                       shared_figure, shows_norm, value_options, weights_for)
 from ..runs.warm import holds
 
 T = TypeVar("T")
 
 
-def cached_run(key, waiting: str, run: Callable[[], T]) -> T:
-    """run(), a cached run named `key` in what the process holds (runs/warm.py), under a spinner
-    saying `waiting` only when the process does not hold it yet: a held run needs no spinner, whose
-    timer thread and transient element every session of a room would pay for on every rerun."""
-    with contextlib.nullcontext() if holds(key) else st.spinner(waiting):
+def spinner_unless_held(key, waiting: str, run: Callable[[], T]) -> T:
+    """run(), the cached run of RunKey `key` (runs/warm.cached_run), under a spinner saying `waiting`
+    only when the process does not hold it yet: a held run needs no spinner, whose timer thread and
+    transient element every session of a room would pay for on every rerun."""
+    with contextlib.nullcontext() if holds(key.digest) else st.spinner(waiting):
         return run()
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from viz import statistic_figure, statistic_maps_figure
 
-from ..page.common import shared_figure
+from ..ui.common import shared_figure
 
 
 def scope_key(ctx, over_examples: bool) -> tuple:

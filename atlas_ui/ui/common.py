@@ -245,7 +245,7 @@ def step_nav(step_count: int, presenter: bool = False, describe=None) -> int:
             state.remember("step", current)
             st.markdown(f"### Step {current + 1} of {step_count}")
             return current
-        # the slider's own numbers are 0-based and hidden (main.COMPACT_CSS): steps are counted from 1
+        # the slider's own numbers are 0-based and hidden (page/style.COMPACT_CSS): steps are counted from 1
         # everywhere a person reads them, in the "Step t of T" line `describe(t)` writes beside it
         step = state.int_slider("Decoding step", 0, step_count - 1, "step", 0, label_visibility="collapsed")
     if describe:

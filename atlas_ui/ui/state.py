@@ -36,7 +36,7 @@ URL_FIELDS = {"model": ("model", str), "hub": ("hub_id", str), "src": ("source_l
               "beam": ("beam_size", int), "view": ("view", str), "kind": ("kind", str),
               "layer": ("layer", int), "head": ("head", int), "step": ("step", int),
               "words": ("words", parse_flag), "present": ("presenter", parse_flag), "norm": ("norm", parse_flag),
-              "branch": ("branch_link", str), "whatif": ("branch_whatif", str),     # atlas_ui/page/branch.py
+              "branch": ("branch_link", str), "whatif": ("branch_whatif", str),     # atlas_ui/ui/branch.py, page/whatif.py
               # counted from 1, as the page shows them; read after `step` (0-based, links made before
               # step_no), so a link with both opens step_no's step
               "step_no": ("step", parse_count), "sentence_no": ("sentence_index", parse_count)}
