@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from transformer.diagnosis.scores import Item, diagnose_items
-from viz.diagnosis import flag_expectations, flag_put_backs, missing_note
+from viz.diagnosis import flag_expectations, flag_put_backs
 
 from .translation import get_translator, translation_slot
 from .result import read_only

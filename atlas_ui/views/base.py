@@ -62,7 +62,7 @@ class ViewContext:
     @property
     def branch_prefix(self) -> tuple:
         """The forced pieces of the what-if branch on screen; () when the run on screen is the
-        original (atlas_ui/page/branch.py: the page's Original / Branch switch)."""
+        original (atlas_ui/ui/branch.py: the page's Original / Branch switch)."""
         run = branch.current()
         if run is None or not run.on_branch or run.branch is not self.result:
             return ()

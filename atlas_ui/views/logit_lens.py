@@ -55,7 +55,7 @@ def render(ctx: ViewContext):
         show_space=display.show_space, cell_font=14 if display.presenter else 11, **PHONE_WIDTH if phone else {},
         height=min(lens_grid_height(len(sites)), STEP_SLIDE_HEIGHT)))
     # one block, the sentence above the chart: presenter mode and phones put a view's first chart
-    # block first (share.PRESENTER_CSS, main.COMPACT_CSS), and the sentence goes with it
+    # block first (page/share.PRESENTER_CSS, page/style.COMPACT_CSS), and the sentence goes with it
     with st.container(key="lens_picture"):
         if not phone:                      # a phone's window of steps has room for the cells' text
             st.html(PHONE_CSS)

@@ -1,6 +1,6 @@
 """Parts several views draw: one head as a large heatmap, tiled heads that open a head on click
 (with undo), and a cached run behind a spinner only while it is being made. The decoding-step
-navigator is common.step_nav."""
+navigator is ui.common.step_nav."""
 from __future__ import annotations
 
 import contextlib
