@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from conftest import REPO
+from conftest import REPO, TEST_DEVICE
 from hf_tiny import LANGUAGES
 from transformer import Translator
 from transformer.capture import is_capturing
@@ -57,7 +57,7 @@ def test_loads_as_the_one_translator_with_our_field_names(hf, name):
     assert (c.d_model, c.n_heads, c.n_encoder_layers, c.n_decoder_layers, c.d_ff) == (32, 4, 2, 2, 64)
     assert c.vocab_size == hc.vocab_size and c.max_source_len >= 128 and c.max_target_len >= 128
     assert c.norm_first == (name not in ("marian", "bart"))
-    assert tr.device == torch.device("cpu") and tr.engine.model.config._attn_implementation == "eager"
+    assert tr.device == torch.device(TEST_DEVICE) and tr.engine.model.config._attn_implementation == "eager"
     assert {"name", "family", "path"} <= set(tr.card) and tr.card["family"] == hc.model_type
     assert (tr.source_lang, tr.target_lang) == LANGUAGES.get(name, ("en", "de") if name == "marian" else ("", ""))
 
@@ -177,7 +177,7 @@ def test_beam_history_and_score(hf, name):
     step, index = out.beam_final
     final = out.beam[step][index]
     assert final.finished and final.pieces == out.output_tokens
-    enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt")
+    enc = tr.engine.tokenizer.hf([tr.engine.langs.prefix + text], return_tensors="pt").to(tr.device)
     theirs = tr.engine.model.generate(**enc, num_beams=k, do_sample=False, output_scores=True,
                                return_dict_in_generate=True, **tr.engine.langs.overrides)
     assert final.score == pytest.approx(float(theirs.sequences_scores[0]), abs=1e-4)
@@ -323,7 +323,7 @@ def test_bad_text_and_truncation(hf, name):
 def test_a_second_translator_over_the_same_model_does_not_record_twice(hf):
     tr = hf["marian"]
     from transformer.hf import HFEngine
-    other = Translator(HFEngine(tr.engine.model, tr.engine.tokenizer.hf, dict(tr.card), "cpu", tr.source_lang, tr.target_lang))
+    other = Translator(HFEngine(tr.engine.model, tr.engine.tokenizer.hf, dict(tr.card), tr.device, tr.source_lang, tr.target_lang))
     a, b = tr.translate(SENTENCES[0]), other.translate(SENTENCES[0])
     for kind in KINDS:
         np.testing.assert_array_equal(a.attention.get(kind), b.attention.get(kind))
