@@ -36,6 +36,14 @@ SHOWS_JS = """(expected) => {
   return Boolean(document.querySelector('.st-key-room_bar'));
 }"""
 
+# A tab whose run has ended (no placeholder left) with `expected` in its address.
+RUN_ENDED_WITH_JS = """(expected) => {
+  const q = new URLSearchParams(location.search), root = document.querySelector('[data-testid="stApp"]');
+  if (!root || root.getAttribute('data-test-script-state') !== 'notRunning') return false;
+  if (root.querySelector('[data-testid="stSkeleton"]')) return false;
+  return Object.entries(expected).every(([k, v]) => q.get(k) === v);
+}"""
+
 
 @pytest.fixture(scope="module")
 def room_app(tmp_path_factory):
@@ -140,6 +148,9 @@ def test_followers_follow_the_presenter_live_and_a_detached_one_stays_put(browse
     open_choices(desk, "head")
     desk.get_by_role("option", name="5", exact=True).click()
     desk.get_by_role("button", name="Follow again").wait_for()
+    # the room bar is drawn before the view and the URL is written at the end of that run: wait for
+    # the run to end (reading the URL as soon as the button shows raced the run's last message)
+    desk.wait_for_function(RUN_ENDED_WITH_JS, arg={"head": "5"})
     assert state_of(desk)["head"] == "5" and state_of(presenter) == final
     choose(presenter, "head", "1")
     assert followers_show([phone, alone], presenter, time.perf_counter())
