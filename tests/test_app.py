@@ -32,6 +32,15 @@ def new_app():
     return AppTest.from_file(APP, default_timeout=120)
 
 
+def opened_link(**params):
+    """The app's first run on a share link with these query parameters, checked for errors."""
+    at = new_app()
+    at.query_params.update(params)
+    at.run()
+    check_clean(at, str(params))
+    return at
+
+
 def open_inputs(at):
     """What a click on the examples · reference · beam popover does. The popover is lazy (its widgets
     are drawn only while open) and AppTest sends no popover state back, so set it before every run

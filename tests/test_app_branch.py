@@ -10,18 +10,14 @@ from html.parser import HTMLParser
 
 import pytest
 
-from test_app import MODELS, check_clean, escaped, new_app, opened_on_a_branch, specs
+from test_app import MODELS, check_clean, escaped, new_app, opened_link, opened_on_a_branch, specs
 
 EN = "A man in a blue shirt is riding a bike down the street."
 pytestmark = pytest.mark.skipif("en-de" not in MODELS, reason="needs pretrained/en-de")
 
 
 def opened(**params):
-    at = new_app()
-    at.query_params.update({"model": "en-de", "view": "Decoding steps", "sentence": EN, **params})
-    at.run()
-    check_clean(at, str(params))
-    return at
+    return opened_link(**{"model": "en-de", "view": "Decoding steps", "sentence": EN, **params})
 
 
 class _Table(HTMLParser):

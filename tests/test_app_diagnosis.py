@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from atlas_ui.runs.translation import available_devices
-from test_app import MODELS, array, check_clean, new_app, specs
+from test_app import MODELS, array, specs
+from test_app import opened_link as opened
 from viz.diagnosis import NOTHING_FLAGGED, NOTHING_FLAGGED_FREE, words_of
 
 pytestmark = pytest.mark.skipif(not MODELS, reason="no model directory")
@@ -41,14 +42,6 @@ def rows(translator):
     if len(found) < 2:
         pytest.skip("the shipped examples have no references in this language pair")
     return src, tgt, found
-
-
-def opened(**params):
-    at = new_app()
-    at.query_params.update(params)
-    at.run()
-    check_clean(at, str(params))
-    return at
 
 
 def html_with(at, css_class: str) -> str:

@@ -2,17 +2,9 @@
 tests/test_browser_rough_edges.py)."""
 from __future__ import annotations
 
-from test_app import check_clean, new_app
+from test_app import opened_link as opened
 
 ENGLISH = "The committee postponed the decision about the budget until next year."   # p 0.25 in de-en
-
-
-def opened(**params):
-    at = new_app()
-    at.query_params.update(params)
-    at.run()
-    check_clean(at, str(params))
-    return at
 
 
 def test_english_typed_into_de_en_gets_notes_that_agree():
