@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from transformer.training.data import read_split, resolve_data_dir  # noqa: E402
 from transformer.diagnosis.scores import diagnose_items, flaggable_pieces  # noqa: E402
 from transformer.diagnosis.fit import FIT_FROM, dev_cases  # noqa: E402
-from transformer.diagnosis.own import OWN_FIT_FROM, evaluate_own, own_cases  # noqa: E402
+from transformer.diagnosis.own import OWN_FIT, OWN_JUDGE, evaluate_own, own_cases  # noqa: E402
 from transformer.diagnosis.protocol import evaluate, roc_auc  # noqa: E402
 from transformer.diagnosis.signals import make_item  # noqa: E402
 from transformer.translator import Translator  # noqa: E402
@@ -149,12 +149,15 @@ OWN_SIGNALS = {"log p": ("output", -1.0, "log_p"), "entropy": ("output", 1.0, "e
                "rebuild": ("source", -1.0, "rebuild")}
 
 
-def own_table(tr, data_dir) -> dict:
-    """The own-translation protocol (transformer/diagnosis/own.py) on val[:OWN_FIT_FROM]: the model's own
-    greedy translations, labelled by two annotators; judged with the free lines (what the app does) and,
-    for comparison, as if they were given translations (the forced-reference lines alone)."""
+def own_table(tr, data_dir, pairs: range = OWN_JUDGE) -> dict:
+    """The own-translation protocol (transformer/diagnosis/own.py) on val[pairs] (OWN_JUDGE: never fitted on):
+    the model's own greedy translations, labelled by two annotators; judged with the free lines (what the app
+    does) and, for comparison, as if they were given translations (the forced-reference lines alone)."""
     sources = read_split(data_dir, "val", tr.source_lang)
-    cases = own_cases(tr, sources, f"{tr.source_lang}-{tr.target_lang}", 0, OWN_FIT_FROM)
+    cases = own_cases(tr, sources, f"{tr.source_lang}-{tr.target_lang}", pairs.start, pairs.stop)
+    if not cases:
+        raise SystemExit(f"no labelled own translation of val {pairs.start}-{pairs.stop - 1} in "
+                         "benchmarks/own_translations/ yet")
     now = tr.translate_batch([c.source for c in cases])
     same = [c for c, o in zip(cases, now) if o == c.output]          # the labels describe these outputs
     started = time.perf_counter()
@@ -190,7 +193,10 @@ def _renamed(d):
 
 def print_own(tables: list[dict], args) -> None:
     names = " / ".join(Path(m).name for m in args.models)
-    print(f"\nThe models' own greedy translations of val 0-{OWN_FIT_FROM - 1}, hand-labelled by two annotators "
+    pairs = args.own_pairs
+    fitted = pairs.start < OWN_FIT.stop and OWN_FIT.start < pairs.stop
+    print(f"\nThe models' own greedy translations of val {pairs.start}-{pairs.stop - 1} "
+          f"({'USED FOR FITTING the free lines' if fitted else 'never fitted on'}), hand-labelled by two annotators "
           f"(benchmarks/own_translations/; {names}; outputs with an error / acceptable / detached: "
           + "; ".join(str(t[("count", "outputs: error / acceptable / detached")]) for t in tables) + "; "
           + "; ".join(t[("count", "labelled outputs the model still writes")] for t in tables) + " labelled outputs are what the model writes today)\n")
@@ -242,7 +248,12 @@ def main(argv=None) -> int:
     parser.add_argument("--no-alti", action="store_true", help="skip the ALTI+ and Wass-to-Unif rows (slow)")
     parser.add_argument("--speed", action="store_true", help="only the speed ratio, on a ~20-piece val sentence")
     parser.add_argument("--own-only", action="store_true", help="only the own-translation table (issue 51)")
+    parser.add_argument("--own-pairs", nargs=2, type=int, default=[OWN_JUDGE.start, OWN_JUDGE.stop],
+                        metavar=("FROM", "TO"), help="the own-translation table's val pairs [FROM, TO) "
+                        f"(default {OWN_JUDGE.start} {OWN_JUDGE.stop}: never fitted on; the free lines are fitted "
+                        f"on {OWN_FIT.start}-{OWN_FIT.stop - 1})")
     args = parser.parse_args(argv)
+    args.own_pairs = range(*args.own_pairs)
     if args.n > FIT_FROM:
         parser.error(f"--n {args.n}: the sentence model was fitted on val pairs {FIT_FROM} onwards; "
                      f"the benchmark must stay within val[:{FIT_FROM}]")
@@ -255,7 +266,7 @@ def main(argv=None) -> int:
             print(f"{path}: on a {tokens}-piece output translate(capture=True) {b * 1000:.1f} ms, with diagnose=True "
                   f"{d * 1000:.1f} ms, ratio {d / b:.2f} ({args.threads} threads)", flush=True)
         return 0
-    own = [own_table(Translator.load(path), data_dir) for path in args.models]
+    own = [own_table(Translator.load(path), data_dir, args.own_pairs) for path in args.models]
     if args.own_only:
         print_own(own, args)
         return 0

@@ -128,3 +128,106 @@ def test_odd_free_input_gets_a_diagnosis_that_names_words_only(en_de, text):
     for f in dg.flags:
         tokens = out.output_tokens if f.kind == "hallucination" else out.source_tokens
         assert any(ch.isalnum() for ch in words_of(tokens[f.start:f.end])), f
+
+
+def _free_words(tr, source, output):
+    from transformer.diagnosis.free import compute_free_signals, free_features
+    from transformer.diagnosis.lexicon import lexicon_for
+    from transformer.diagnosis.reverse import reverse_for
+    from transformer.diagnosis.signals import make_item, word_texts
+    item = make_item(tr, source, output)
+    item.free = True
+    sig = compute_free_signals(tr, reverse_for(tr), [item])[0]
+    f = free_features(sig, item, frozenset(tr.engine.special_ids), lexicon_for(tr), tr.engine.tokenizer.id_to_piece,
+                      tr.source_lang, tr.target_lang)
+    words = [w.replace("\u2581", "") for w in word_texts(item.output_pieces, f["output_groups"])]
+    return f, words, item
+
+
+def test_a_made_up_word_has_more_pieces_per_letter_and_a_dropped_word_raises_what_the_sentence_lacks(en_de):
+    """Session 28's two output columns: pieces per letter ("Theutumputum" is cut into short pieces, "Mann"
+    is one) and what the sentence lacks (the worst source word's rebuild, the same for every output word)."""
+    col = FREE_OUTPUT_FEATURES.index
+    f, words, _ = _free_words(en_de, "A man with a red hat.", "Ein Mann mit einem Theutumputum.")
+    ppl = {w: f["output"][k, col("pieces_per_letter")] for k, w in enumerate(words)}
+    assert ppl["Theutumputum"] > ppl["Mann"] > 0
+    missing = f["output"][:, col("sentence_missing")]
+    worst = f["source"][np.asarray(f["source_flaggable"], bool), 0].max()
+    assert np.allclose(missing, worst)
+    whole, _, _ = _free_words(en_de, "A man with a red hat.", "Ein Mann mit einem roten Hut.")
+    assert whole["output"][0, col("sentence_missing")] < missing[0]
+
+
+@pytest.mark.parametrize("source, output", [
+    ("A little girl climbs the stairs to the red house.", "Ein kleines Mädchen klettert die Treppe hinauf."),
+    ("A man with a red hat.", "Ein Mann mit einem roten Hut."),
+])
+def test_the_sentence_gate_never_lowers_a_score_when_any_word_has_more_evidence(en_de, source, output):
+    """The shipped free lines with their sentence gate: raising any column of any word (either side) never
+    lowers any word's score, its own or another's (the gate reads the word models' logits through maxima and
+    a sum of probabilities, with non-negative weights)."""
+    from transformer.diagnosis.scores import free_word_scores
+    weights = diagnosis_weights(en_de)["free"]
+    assert "gate" in weights and min(weights["gate"]["coef"]) >= 0.0
+    f, _, item = _free_words(en_de, source, output)
+    h, o, _ = free_word_scores(weights, f, item)
+    for side in ("output", "source"):
+        for w in range(len(f[side])):
+            for k in range(f[side].shape[1]):
+                more = {**f, side: f[side].copy()}
+                more[side][w, k] += 3.0
+                h2, o2, _ = free_word_scores(weights, more, item)
+                assert (h2 >= h - 1e-6).all() and (o2 >= o - 1e-6).all(), (side, w, k)
+
+
+def test_a_closed_sentence_gate_leaves_no_word_over_the_line(en_de):
+    from transformer.diagnosis.scores import free_gate, free_word_scores
+    weights = diagnosis_weights(en_de)["free"]
+    f, _, item = _free_words(en_de, "A little girl climbs the stairs to the red house.",
+                             "Ein kleines Mädchen klettert die Treppe hinauf.")
+    assert free_gate(weights, f) == (0.0, np.inf)                  # open: "red house" is left out
+    shut = dict(weights, gate=dict(weights["gate"], line=weights["gate"]["line"] + 100.0))
+    shift, cap = free_gate(shut, f)
+    h, o, _ = free_word_scores(shut, f, item)
+    assert (cap < 0 or shift < 0) and h.max() < 0.5 and o.max() < 0.5
+
+
+def _synthetic_own(n=150, seed=0):
+    """Own cases with two output and two source words each whose first column tells errors from the rest."""
+    from types import SimpleNamespace
+    from transformer.diagnosis.free import FREE_SOURCE_FEATURES
+    from transformer.diagnosis.own import OwnCase
+    rng = np.random.RandomState(seed)
+    cases, feats = [], []
+    for k in range(n):
+        wrong, left = rng.rand(2) < 0.2, rng.rand(2) < 0.2
+        out = rng.rand(2, len(FREE_OUTPUT_FEATURES)); out[:, 0] += 1.5 * wrong
+        src = rng.rand(2, len(FREE_SOURCE_FEATURES)); src[:, 0] += 1.5 * left
+        c = OwnCase(k, "s", "o", not (wrong.any() or left.any()), bool(wrong.any() or left.any()), False,
+                    Item([0, 1], [0, 1], [0, 1], ["\u2581a", "\u2581b"], ["\u2581x", "\u2581y"]),
+                    source_labels=left.astype(float), output_labels=wrong.astype(float))
+        cases.append(c)
+        feats.append({"output": out, "output_groups": [[0], [1]], "output_flaggable": np.array([True, True]),
+                      "source": src, "source_groups": [[0], [1]], "source_flaggable": np.array([True, True]),
+                      "signals": SimpleNamespace(log_p=-rng.rand(2), rebuild=-rng.rand(2))})
+    return cases, feats
+
+
+@pytest.mark.parametrize("gate", [None, "hard"])
+def test_the_free_lines_keep_their_budget_and_the_budget_is_cross_validated(monkeypatch, gate):
+    from transformer.diagnosis import fit_free as ff
+    from transformer.diagnosis import free_lines as fl
+    monkeypatch.setattr(ff, "CV_REPEATS", 1)
+    cases, feats = _synthetic_own()
+    words = fl.Words(cases, feats, ff.word_models(cases, feats))
+    everything = np.ones(len(cases), bool)
+    words.fit_gate(everything, gate)
+    for budget, (a, b, g, found) in fl.pick(words, everything, (0.05, 0.1)).items():
+        assert found["acceptable flagged"] <= budget and found["precision"] >= fl.FREE_PRECISION
+        got = words.rates(a, b, g)                                  # the same lines, counted again
+        assert got["acceptable flagged"][0] / got["acceptable flagged"][1] == pytest.approx(found["acceptable flagged"])
+        assert (g is None) == (gate is None)
+    budget, rates = ff.cross_validated_budget(cases, feats, gate=gate)
+    assert budget in ff.FREE_BUDGETS and set(rates) == set(ff.FREE_BUDGETS)
+    fitting = [fa for fa in ff.FREE_BUDGETS if rates[fa]["acceptable flagged"] <= ff.CV_FALSE_ALARMS]
+    assert budget == (max(fitting) if fitting else min(ff.FREE_BUDGETS))

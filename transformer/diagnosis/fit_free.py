@@ -1,12 +1,17 @@
 """The free lines (issue 51): the weights a model's own translation is judged by, the "free" part of
-MODEL_DIR/diagnosis.json, fitted on hand-labelled own translations of Multi30k val[OWN_FIT_FROM:500]
-(own.py); the benchmark judges on val[:OWN_FIT_FROM], which nothing here reads.
+MODEL_DIR/diagnosis.json, fitted on the hand-labelled own translations of Multi30k val[OWN_FIT] (own.py);
+the benchmark judges on val[OWN_JUDGE], which nothing here reads.
 
 - the output-word and source-word models: monotone logistic regressions (fit.fit_monotone) on
   free.FREE_OUTPUT_FEATURES / FREE_SOURCE_FEATURES, over words both annotators list (1) or neither (0);
-- the two flag lines, chosen jointly: the most words found (the worse side first) with at most
-  FREE_FALSE_ALARMS of the acceptable outputs flagged and at least FREE_PRECISION of the flags on a
-  labelled error; each model's bias then moved so that 0.5 is its line;
+- the sentence gate (GATE): a monotone logistic regression on free.FREE_GATE_FEATURES of the outputs with
+  an error (1) against the acceptable ones (0); under its line no word of the sentence is flagged;
+- the two flag lines and the gate's line, chosen jointly: the most words found (the worse side first) with
+  at most a budget of the acceptable outputs flagged and at least FREE_PRECISION of the flags on a labelled
+  error; each word model's bias then moved so that 0.5 is its line. The budget is chosen per model by
+  cross-validation within the fit pairs (cross_validated_budget): lines fitted on the pairs they are judged
+  by flag more of the pairs they never saw;
+- the rebuild expert (a source word the reverse model can hardly write back at all);
 - the sentence model: a logistic regression on FREE_SENTENCE_FEATURES, detached = outputs both
   annotators call detached plus another sentence's own translation given for this source.
 
@@ -22,22 +27,20 @@ import numpy as np
 
 from .fit import fit_logistic, fit_monotone
 from .free import FREE_OUTPUT_FEATURES, FREE_SENTENCE_FEATURES, FREE_SOURCE_FEATURES, compute_free_signals, free_features
+from .free_lines import FREE_PRECISION, GATE, Words, expert_depth, pick
 from .lexicon import lexicon_for
-from .own import OWN_FIT_FROM, OwnCase, own_cases
+from .own import OWN_FIT, OwnCase, own_cases
 from .reverse import reverse_for
-from .scores import FREE_FEATURES, WEIGHTS_FILE, free_sentence_features, word_scores
+from .scores import FREE_FEATURES, WEIGHTS_FILE, free_sentence_features, free_word_scores
 from .signals import make_item
 from .thresholds import shift_to_half
 
-FREE_FALSE_ALARMS = 0.08        # acceptable own translations of the fit pairs that may get a flag (goal 10%)
-FREE_PRECISION = 0.8            # flags on a labelled error, at least (goal 0.75)
-LINE_GRID = np.arange(-4.0, 4.01, 0.1)     # logits tried as lines
-# A source word the reverse model can hardly write back at all is left out more often than the word model
-# says where the lexicon knows no translation for it ("Mond"): an expert of its own flags a word whose
-# least likely piece is below -REBUILD_GRID nats, with REBUILD_SHARE more of the acceptable outputs
-# flagged at most, as the forced lines' put-back expert (thresholds.py).
-REBUILD_GRID = np.arange(8.0, 14.01, 0.5)
-REBUILD_SHARE = 0.01
+# The largest of FREE_BUDGETS (acceptable fit outputs the lines may flag) whose lines, fitted on four fifths
+# of the fit pairs, flag at most CV_FALSE_ALARMS of the acceptable outputs of the fifth left out (the goal is
+# 10% on pairs never fitted on; a rate over ~70 acceptable outputs moves by ~3.5 points between samples)
+FREE_BUDGETS = tuple(round(0.03 + 0.005 * k, 3) for k in range(11))        # 3% ... 8%
+CV_FALSE_ALARMS = 0.0725
+CV_FOLDS, CV_REPEATS = 5, 3
 EXPERT_SLOPE = 2.0
 
 
@@ -61,110 +64,103 @@ def word_rows(cases: list[OwnCase], feats: list[dict], side: str) -> tuple[np.nd
     return np.array(xs), np.array(ys), np.array(where)
 
 
-def _logit(model: dict, x: np.ndarray) -> np.ndarray:
-    return ((x - np.asarray(model["mean"])) / np.asarray(model["std"])) @ np.asarray(model["coef"]) + model["bias"]
-
-
-def choose_lines(cases: list[OwnCase], feats: list[dict], models: dict) -> tuple[float, float, dict]:
-    """The (output, source) logits of the flag lines (see the module docstring) and what they give."""
-    per_side = {}
-    for side in ("output", "source"):
-        x, y, where = word_rows(cases, feats, side)
-        # every flaggable word's logit decides whether its case gets a flag, labelled or not
-        all_x = [np.asarray(f[side])[np.asarray(f[f"{side}_flaggable"], bool)] for f in feats]
-        top = np.array([_logit(models[side], a).max() if len(a) else -np.inf for a in all_x])
-        per_side[side] = (_logit(models[side], x), y, top)
-    ok = np.array([c.ok for c in cases])
-    best, choice = None, (0.0, 0.0, {})
-    for a in LINE_GRID:
-        for b in LINE_GRID:
-            flagged = (per_side["output"][2] >= a) | (per_side["source"][2] >= b)
-            alarms = float(flagged[ok].mean()) if ok.any() else 0.0
-            hits, total, found = 0, 0, []
-            for side, line in (("output", a), ("source", b)):
-                z, y, _ = per_side[side]
-                on = z >= line
-                hits, total = hits + int((on & (y == 1)).sum()), total + int(on.sum())
-                found.append(float(on[y == 1].mean()) if (y == 1).any() else 0.0)
-            precision = hits / total if total else 1.0
-            if alarms > FREE_FALSE_ALARMS or precision < FREE_PRECISION:
-                continue
-            key = min(found) + 0.1 * sum(found)
-            if best is None or key > best:
-                best, choice = key, (float(a), float(b), {"acceptable flagged": alarms, "precision": precision,
-                                                          "unsupported found": found[0], "omitted found": found[1]})
-    return choice
+def word_models(cases: list[OwnCase], feats: list[dict], output_features=None) -> dict:
+    """The two word models (their own logits; the lines come later). output_features: a subset of
+    FREE_OUTPUT_FEATURES (all by default)."""
+    models = {}
+    for side, names in (("output", list(output_features or FREE_OUTPUT_FEATURES)), ("source", FREE_SOURCE_FEATURES)):
+        x, y, _ = word_rows(cases, feats, side)
+        cols = [FREE_FEATURES[side].index(n) for n in names]
+        models[side] = dict(fit_monotone(x[:, cols], y), features=list(names))
+    return models
 
 
 def _expert(nats: float) -> dict:
     coef = np.zeros(len(FREE_SOURCE_FEATURES))
     coef[FREE_SOURCE_FEATURES.index("neg_rebuild_min")] = EXPERT_SLOPE
     return {"mean": [0.0] * len(coef), "std": [1.0] * len(coef), "coef": coef.tolist(),
-            "bias": -EXPERT_SLOPE * nats, "rebuild_below": -float(nats)}
+            "bias": -EXPERT_SLOPE * nats, "rebuild_below": -float(nats), "features": list(FREE_SOURCE_FEATURES)}
 
 
-def rebuild_expert(cases: list[OwnCase], feats: list[dict], models: dict) -> dict | None:
-    """The rebuild expert at the smallest depth that keeps the acceptable outputs flagged within the
-    word lines' share plus REBUILD_SHARE and the flags' precision at FREE_PRECISION; None when none does."""
-    ok = np.array([c.ok for c in cases])
+def cross_validated_budget(cases: list[OwnCase], feats: list[dict], output_features=None, gate=GATE,
+                           target: float = CV_FALSE_ALARMS) -> tuple[float, dict]:
+    """The largest of FREE_BUDGETS whose lines, fitted on four fifths of the fit pairs as fit_free fits them,
+    flag at most `target` of the acceptable outputs of the fifth left out (pooled over CV_FOLDS folds x
+    CV_REPEATS shuffles of the sentences); the smallest budget when none does. Also each budget's pooled
+    held-out rates."""
+    pairs = np.array([c.pair for c in cases])
+    totals = {fa: {} for fa in FREE_BUDGETS}
+    for r in range(CV_REPEATS):
+        fold = np.random.RandomState(r).permutation(int(pairs.max()) + 1)[pairs] % CV_FOLDS
+        for k in range(CV_FOLDS):
+            train = [n for n in range(len(cases)) if fold[n] != k]
+            models = word_models([cases[n] for n in train], [feats[n] for n in train], output_features)
+            words = Words(cases, feats, models)
+            fitting = np.isin(np.arange(len(cases)), train)
+            words.fit_gate(fitting, gate)
+            choices = pick(words, fitting, FREE_BUDGETS)
+            for fa, (a, b, g, _) in choices.items():
+                nats = expert_depth(words, a, b, g, fitting)
+                for name, (num, den) in words.rates(a, b, g, nats, ~fitting).items():
+                    n0, d0 = totals[fa].get(name, (0, 0))
+                    totals[fa][name] = (n0 + num, d0 + den)
+    rates = {fa: {name: num / den if den else float("nan") for name, (num, den) in t.items()} for fa, t in totals.items()}
+    fitting = [fa for fa in FREE_BUDGETS if rates[fa]["acceptable flagged"] <= target + 1e-12]
+    return (max(fitting) if fitting else min(FREE_BUDGETS)), rates
 
-    def flags(source_model):
-        per_case, hits, total = [], 0, 0
-        for c, f in zip(cases, feats):
-            h = word_scores({**models, "source": source_model}, f, "output", table=FREE_FEATURES)
-            o = word_scores({**models, "source": source_model}, f, "source", table=FREE_FEATURES)
-            per_case.append(bool((h >= 0.5).any() or (o >= 0.5).any()))
-            for side, scores, labels in (("output", h, c.output_labels), ("source", o, c.source_labels)):
-                for g in f[f"{side}_groups"]:
-                    if scores[g[0]] >= 0.5 and labels[g[0]] >= 0:
-                        hits, total = hits + int(labels[g[0]] == 1), total + 1
-        return np.array(per_case), (hits / total if total else 1.0)
-    base, _ = flags(models["source"])
-    budget = float(base[ok].mean()) + REBUILD_SHARE if ok.any() else 0.0
-    for nats in REBUILD_GRID:
-        expert = _expert(nats)
-        flagged, precision = flags(dict(models["source"], also=[expert]))
-        if (float(flagged[ok].mean()) if ok.any() else 0.0) <= budget and precision >= FREE_PRECISION:
-            return expert
-    return None
+
+def fit_lines(cases: list[OwnCase], feats: list[dict], swapped: list[dict], output_features=None,
+              budget: float | None = None, gate=GATE, target: float = CV_FALSE_ALARMS) -> dict:
+    """The free part of diagnosis.json from featurised cases (free.free_features) and, for the sentence model,
+    each case's source with another case's output (swapped). budget None: cross_validated_budget's."""
+    models = word_models(cases, feats, output_features)
+    found = {}
+    if budget is None:
+        budget, cv = cross_validated_budget(cases, feats, output_features, gate, target)
+        found["cross-validated at the budget"] = {k: round(v, 4) for k, v in cv[budget].items()}
+    words = Words(cases, feats, models)
+    everything = np.ones(len(cases), bool)
+    gate_model = words.fit_gate(everything, gate)
+    a, b, g, rates = pick(words, everything, [budget])[budget]
+    nats = expert_depth(words, a, b, g, everything)
+    found.update(rates, budget=budget)
+    # logit line -> probability line, so that shift_to_half puts 0.5 there
+    weights = {"output": shift_to_half(models["output"], 1 / (1 + np.exp(-a))),
+               "source": shift_to_half(models["source"], 1 / (1 + np.exp(-b)))}
+    if nats is not None:
+        weights["source"]["also"] = [_expert(nats)]
+        found["rebuild expert (nats)"] = -nats
+    if gate_model is not None and g is not None:
+        weights["gate"] = dict(gate_model, line=float(g), offsets={"output": a, "source": b},
+                               slope=None if gate == "hard" else float(gate))
+    # the sentence model: own translations against detached ones (labelled, and another sentence's)
+    rows, labels = [], []
+    for c, f in zip(cases + [None] * len(swapped), feats + swapped):
+        h, o, _ = free_word_scores(weights, f, c.item if c is not None else None)
+        rows.append(free_sentence_features(f, h, o))
+        labels.append(1.0 if c is None or c.detached else 0.0)
+    weights["sentence"] = dict(fit_logistic(np.array(rows), np.array(labels)), features=list(FREE_SENTENCE_FEATURES))
+    return {**weights, "threshold": 0.5, "lines": found}
 
 
 def fit_free(tr, reverse, sources: list[str], pair: str) -> dict:
-    cases = own_cases(tr, sources, pair, OWN_FIT_FROM)
+    cases = own_cases(tr, sources, pair, OWN_FIT.start, OWN_FIT.stop)
     feats = featurise(tr, reverse, [c.item for c in cases])
-    models = {}
-    for side, names in (("output", FREE_OUTPUT_FEATURES), ("source", FREE_SOURCE_FEATURES)):
-        x, y, _ = word_rows(cases, feats, side)
-        models[side] = dict(fit_monotone(x, y), features=list(names))
-    a, b, found = choose_lines(cases, feats, models)
-    # logit line -> probability line, so that shift_to_half puts 0.5 there
-    models = {"output": shift_to_half(models["output"], 1 / (1 + np.exp(-a))),
-              "source": shift_to_half(models["source"], 1 / (1 + np.exp(-b)))}
-    expert = rebuild_expert(cases, feats, models)
-    if expert is not None:
-        models["source"]["also"] = [expert]
-        found["rebuild expert (nats)"] = expert["rebuild_below"]
-    # the sentence model: own translations against detached ones (labelled, and another sentence's)
     others = []
     for n, c in enumerate(cases):
-        other = cases[(n + 1) % len(cases)].output
-        item = make_item(tr, c.source, other)
+        item = make_item(tr, c.source, cases[(n + 1) % len(cases)].output)
         item.free = True
         others.append(item)
-    rows, labels = [], []
-    for c, f in zip(cases + [None] * len(others), feats + featurise(tr, reverse, others)):
-        h = word_scores(models, f, "output", table=FREE_FEATURES)
-        o = word_scores(models, f, "source", table=FREE_FEATURES)
-        rows.append(free_sentence_features(f, h, o))
-        labels.append(1.0 if c is None or c.detached else 0.0)
-    models["sentence"] = dict(fit_logistic(np.array(rows), np.array(labels)), features=list(FREE_SENTENCE_FEATURES))
-    return {**models, "threshold": 0.5, "lines": found,
-            "fitted_on": f"hand-labelled own greedy translations of Multi30k val {OWN_FIT_FROM}-"
-                         f"{max(c.pair for c in cases)} ({len(cases)}, benchmarks/own_translations/{pair}.jsonl, "
-                         "never in the benchmark); words: non-negative logistic regressions; lines: the most words "
-                         f"found with at most {FREE_FALSE_ALARMS:.0%} of the acceptable outputs flagged and "
-                         f"precision >= {FREE_PRECISION}; sentences: own translations against detached ones "
-                         "(labelled, and another sentence's own translation)"}
+    weights = fit_lines(cases, feats, featurise(tr, reverse, others))
+    budget = weights["lines"]["budget"]
+    return {**weights, "fitted_on": (
+        f"hand-labelled own greedy translations of Multi30k val {OWN_FIT.start}-{OWN_FIT.stop - 1} ({len(cases)}, "
+        f"benchmarks/own_translations/{pair}.jsonl, never in the benchmark); words: non-negative logistic "
+        f"regressions; sentence gate: a non-negative logistic regression of the outputs with an error; lines: the "
+        f"most words found with at most {budget:.1%} of the acceptable outputs flagged (the largest budget whose "
+        f"lines flag at most {CV_FALSE_ALARMS:.0%} of the acceptable outputs of a fifth left out, {CV_FOLDS} folds x "
+        f"{CV_REPEATS}) and precision >= {FREE_PRECISION}; sentences: own translations against detached ones "
+        "(labelled, and another sentence's own translation)")}
 
 
 def main(argv=None) -> int:

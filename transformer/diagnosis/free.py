@@ -13,12 +13,19 @@ is the model of the other direction (reverse.py), which reads the translation as
   A faithful word carries most of the support some source piece gets (its share); a wrong word,
   a repeated copy or a garbled one carries none, or even misleads (deleting it helps).
 - on the output itself: a word's least likely piece and the entropy at its first step; a word
-  written again (an earlier copy, or the word just before it), and runs of one letter ("Stummmmmm").
+  written again (an earlier copy, or the word just before it), and runs of one letter ("Stummmmmm");
+  its pieces per letter (a made-up word, "theutumputum", "smememead", is cut into many short pieces).
+- what the sentence lacks: an output word counts as more suspect where some source word can hardly
+  be written back (the least likely rebuild piece of the sentence's worst source word): a wrong word
+  stands where a source word's translation should be, and the annotators list both.
 - the lexicon gap and expected translation as for forced translations (lexicon.py).
 
 Each side is a monotone logistic regression (fit.fit_monotone) fitted on hand-labelled own greedy
 translations of Multi30k val (fit_free.py; labels in benchmarks/own_translations/), with its own flag
-line. Function words and German verb particles ("herum", "vorbei") are never flagged here.
+line, behind a sentence gate: a word is flagged only where the sentence's own chance of an error
+(gate_features, a monotone logistic) is over the gate's line (scores.free_gate). About a third of the
+outputs are acceptable, and the gate keeps a lone marginal word there from drawing a flag. Function
+words and German verb particles ("herum", "vorbei") are never flagged here.
 Without the model of the other direction (Hugging Face models, a folder copied alone) a free
 translation is scored like a given one (scores.py).
 """
@@ -35,10 +42,14 @@ from .signals import TOP_K, Item, content_words, output_words, word_texts
 
 FREE_OUTPUT_FEATURES = ["neg_log_p", "entropy", "reverse_unsupported_sum", "reverse_unsupported_max",
                         "reverse_misleads", "reverse_unshared", "repeat", "copy", "letter_run", "lexicon_gap",
-                        "expected_translation"]
+                        "expected_translation", "pieces_per_letter", "sentence_missing"]
 FREE_SOURCE_FEATURES = ["neg_rebuild_min", "neg_rebuild_sum", "lexicon_gap"]
 FREE_SENTENCE_FEATURES = ["neg_mean_rebuild", "neg_mean_log_p", "omitted_share", "unsupported_share",
                           "max_omission", "max_hallucination"]
+# The sentence gate's columns (fit_free.py): how likely the output has a real error at all, from the word
+# models' logits (their own, before the lines) and the sentence's mean surprisal on both sides
+FREE_GATE_FEATURES = ["max_output_logit", "max_source_logit", "expected_errors", "neg_mean_log_p", "neg_mean_rebuild"]
+GATE_FLOOR = -12.0          # a side with no flaggable word
 # Never flagged in a free translation, beside the function words: prepositions and verb particles. The
 # annotation brief (../shared/docs/annotating.md) lists a lost phrase by its content word ("on the moon" ->
 # "moon"), never by its preposition, and a German translation adds particles where English has none
@@ -167,6 +178,9 @@ def free_features(sig: FreeSignals, item: Item, special: frozenset, lexicon=None
         if piece_text is not None:
             expected, expected_why = lexicon.expected(sig.top_ids, sig.top_probs, piece_text, src_text, out_text,
                                                       [g[0] for g in out_groups])
+    src_rows = [[-sig.rebuild[g].min(), -sig.rebuild[g].sum(), source_gap[w]] for w, g in enumerate(src_groups)]
+    src_flaggable = src_on & ~src_function
+    missing = max((r[0] for r, on in zip(src_rows, src_flaggable) if on), default=0.0)
     drops = sig.reverse_drop                                                   # (Wo, S)
     support = np.clip(drops, 0.0, None).sum(0) + 1e-6                          # (S,) all words' support per piece
     seen, previous, rows = {}, None, []
@@ -178,11 +192,25 @@ def free_features(sig: FreeSignals, item: Item, special: frozenset, lexicon=None
         best = int(np.argmax(d))
         rows.append([-sig.log_p[g].min(), sig.entropy[g[0]], -d.sum(), -d.max(), -d.min(), -d[best] / support[best],
                      float(key == previous and bool(key)), float(copies > 0), float(bool(LETTER_RUN.search(key))),
-                     output_gap[w], expected[w]])
+                     output_gap[w], expected[w],
+                     len(g) / max(sum(ch.isalpha() for ch in out_text[w].replace("\u2581", "")), 1), missing])
         previous = key
-    src_rows = [[-sig.rebuild[g].min(), -sig.rebuild[g].sum(), source_gap[w]] for w, g in enumerate(src_groups)]
     return {"output": np.array(rows, dtype=np.float64).reshape(-1, len(FREE_OUTPUT_FEATURES)),
             "output_groups": out_groups, "output_flaggable": out_on & ~out_function, "output_function": out_on & out_function,
             "source": np.array(src_rows, dtype=np.float64).reshape(-1, len(FREE_SOURCE_FEATURES)),
-            "source_groups": src_groups, "source_flaggable": src_on & ~src_function, "source_function": src_on & src_function,
+            "source_groups": src_groups, "source_flaggable": src_flaggable, "source_function": src_on & src_function,
             "expected_why": expected_why, "signals": sig}
+
+
+def gate_features(f: dict, output_logit: np.ndarray, source_logit: np.ndarray) -> np.ndarray:
+    """FREE_GATE_FEATURES of one free translation (higher = likelier an error): per side the highest logit of
+    a flaggable word (output_logit (Wo,), source_logit (W,): the word models' logits before their lines), the
+    log of the expected number of wrong or left-out words (their probabilities summed), the mean -log p and
+    the mean -rebuild. Each is non-decreasing in every word's logit."""
+    sig = f["signals"]
+    zo = np.asarray(output_logit, dtype=np.float64)[np.asarray(f["output_flaggable"], bool)]
+    zs = np.asarray(source_logit, dtype=np.float64)[np.asarray(f["source_flaggable"], bool)]
+    both = np.concatenate([zo, zs])
+    expected = float((1.0 / (1.0 + np.exp(-np.clip(both, -40, 40)))).sum())
+    return np.array([max(float(zo.max(initial=GATE_FLOOR)), GATE_FLOOR), max(float(zs.max(initial=GATE_FLOOR)), GATE_FLOOR),
+                     float(np.log(expected + 1e-3)), -float(sig.log_p.mean()), -float(sig.rebuild.mean())])

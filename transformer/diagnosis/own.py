@@ -5,7 +5,8 @@ each annotator's omitted source words, wrong output words, ok and detached.
 
 A word counts as an error when both annotators list it and as correct when neither does; words only one
 lists are left out (the brief). A listed output word that the output writes more than once is its later
-copies (the brief lists "the repeated copy"). val[:OWN_FIT_FROM] judges, the rest fits (fit_free.py).
+copies (the brief lists "the repeated copy"). val[OWN_FIT] fits the free lines (fit_free.py); val[OWN_JUDGE],
+labelled after the lines were frozen, judges them (benchmarks/bench_diagnosis.py --own-only).
 """
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from .signals import Item, is_punctuation, word_groups
 from .word_align import words
 
 LABELS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "own_translations"
-OWN_FIT_FROM = 200          # val[:200] of the labelled 500 judges; val[200:500] fits the free lines
+OWN_FIT = range(0, 500)       # fits the free lines (chosen by cross-validation within it)
+OWN_JUDGE = range(500, 800)   # judges them: labelled after the fit was frozen, never fitted on
 SPECIAL_PIECES = {"</s>", "<s>", "<pad>", "<unk>"}
 
 

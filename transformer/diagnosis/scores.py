@@ -30,7 +30,7 @@ import numpy as np
 from viz.diagnosis import summary_line
 
 from .free import (FREE_OUTPUT_FEATURES, FREE_SENTENCE_FEATURES, FREE_SOURCE_FEATURES, WRITTEN_WRONG_SCORE,
-                   compute_free_signals, free_features, written_wrong)
+                   compute_free_signals, free_features, gate_features, written_wrong)
 from .lexicon import Lexicon, lexicon_for
 from .function_words import FUNCTION_WORD_SHARE, function_word_mask
 from .reverse import FEATURE as REVERSE_FEATURE, add_reverse, reverse_for
@@ -231,13 +231,15 @@ def _columns(model: dict, x: np.ndarray, side: str, table: dict = FEATURES) -> n
     return x if list(names) == full else np.ascontiguousarray(x[:, [full.index(n) for n in names]])
 
 
-def word_scores(weights: dict, f: dict, side: str, function_words: bool = True, table: dict = FEATURES) -> np.ndarray:
+def word_scores(weights: dict, f: dict, side: str, function_words: bool = True, table: dict = FEATURES,
+                gate: tuple[float, float] = (0.0, np.inf)) -> np.ndarray:
     """Per-piece scores of one side ("output": hallucination, "source": omission) from its
     per-word features (features()): each word's score on all its pieces, 0 where a word cannot
     be flagged; a function word's (function_words.py: of the source for "left out", of the output
     for "unsupported") is FUNCTION_WORD_SHARE of its model score, so it shows its evidence but never
     reaches the flag line (0 with function_words=False,
-    as the flag lines are chosen: a line on the unshifted scores says nothing of those)."""
+    as the flag lines are chosen: a line on the unshifted scores says nothing of those). gate: (shift,
+    cap) on every word's logit, min(logit + shift, cap) (free_gate: a free translation's sentence gate)."""
     n = len(f["raw"]["log_p" if side == "output" else "deletion_drop"]) if "raw" in f else \
         sum(len(g) for g in f[f"{side}_groups"])          # free.free_features: the groups cover every piece
     scores = np.zeros(n, dtype=np.float64)
@@ -246,10 +248,31 @@ def word_scores(weights: dict, f: dict, side: str, function_words: bool = True, 
         share = np.asarray(f[f"{side}_flaggable"], dtype=np.float64)
         if function_words and f"{side}_function" in f:
             share = share + FUNCTION_WORD_SHARE * np.asarray(f[f"{side}_function"], dtype=np.float64)
-        word = _predict(model, _columns(model, f[side], side, table)) * share
+        logit = np.minimum(_logit(model, _columns(model, f[side], side, table)) + gate[0], gate[1])
+        word = 1.0 / (1.0 + np.exp(-np.clip(logit, -40, 40))) * share
         for g, value in zip(f[f"{side}_groups"], word):
             scores[g] = value
     return scores
+
+
+def free_gate(model: dict, f: dict) -> tuple[float, float]:
+    """(shift, cap) that the sentence gate of the free lines (fit_free.py) puts on a free translation's word
+    logits: (0, inf) where the gate is open or absent. The gate is a monotone logistic of free.gate_features
+    over the word models' own logits (without their experts, lines added back): at gate logit G under its
+    line, every word logit is capped at G - line ("hard") or lowered by slope * (line - G). G never falls
+    as a word's evidence rises, so neither does any word's score."""
+    gate = model.get("gate")
+    if not gate:
+        return 0.0, np.inf
+    z = {}
+    for side in ("output", "source"):
+        m = {k: v for k, v in model[side].items() if k != "also"}
+        x = _columns(m, f[side], side, FREE_FEATURES)
+        z[side] = (_logit(m, x) if len(x) else np.zeros(0)) + gate["offsets"][side]
+    below = float(_logit(gate, gate_features(f, z["output"], z["source"])[None])[0]) - gate["line"]
+    if below >= 0:
+        return 0.0, np.inf
+    return (gate["slope"] * below, np.inf) if gate.get("slope") else (0.0, below)
 
 
 def sentence_features(f: dict, hallucination: np.ndarray) -> np.ndarray:
@@ -258,10 +281,10 @@ def sentence_features(f: dict, hallucination: np.ndarray) -> np.ndarray:
     return np.concatenate([f["sentence"], [h.mean(), h.max(), float((h >= 0.5).mean())]])
 
 
-def _predict(model: dict, x: np.ndarray) -> np.ndarray:
-    """sigmoid(logit). A model with "also" takes the larger of its own logit and each of theirs:
-    a maximum of non-decreasing functions is non-decreasing, so monotone experts for different
-    kinds of error (a word left out inside the sentence, a clause left out) stay monotone."""
+def _logit(model: dict, x: np.ndarray) -> np.ndarray:
+    """A model with "also" takes the larger of its own logit and each of theirs: a maximum of
+    non-decreasing functions is non-decreasing, so monotone experts for different kinds of error
+    (a word left out inside the sentence, a clause left out) stay monotone."""
     z = (x - np.asarray(model["mean"])) / np.asarray(model["std"])
     logit = z @ np.asarray(model["coef"]) + model["bias"]
     for other in model.get("also", ()):
@@ -269,7 +292,12 @@ def _predict(model: dict, x: np.ndarray) -> np.ndarray:
                            + other["bias"])
     if "raw_coef" in model:           # the sentence model's extra weights (diagnosis_fit.emphasise)
         logit = logit + x @ np.asarray(model["raw_coef"])
-    return 1.0 / (1.0 + np.exp(-np.clip(logit, -40, 40)))
+    return logit
+
+
+def _predict(model: dict, x: np.ndarray) -> np.ndarray:
+    """sigmoid(_logit)."""
+    return 1.0 / (1.0 + np.exp(-np.clip(_logit(model, x), -40, 40)))
 
 
 @lru_cache(maxsize=16)
@@ -435,13 +463,20 @@ def _written_evidence(why: list, groups: list, a: int, b: int) -> dict:
     return {"written": found[0]} if found else {}
 
 
+def free_word_scores(model: dict, f: dict, item: Item | None) -> tuple[np.ndarray, np.ndarray, list]:
+    """A free translation's per-piece hallucination and omission scores (float32) under the free lines,
+    its sentence gate applied, and why each output word is written wrong (those score WRITTEN_WRONG_SCORE)."""
+    gate = free_gate(model, f)
+    hallucination = word_scores(model, f, "output", table=FREE_FEATURES, gate=gate).astype(np.float32)
+    omission = word_scores(model, f, "source", table=FREE_FEATURES, gate=gate).astype(np.float32)
+    return hallucination, omission, _written_wrong(hallucination, f["output_groups"], item)
+
+
 def free_scored(f: dict, model: dict, item: Item) -> Diagnosis:
     """The Diagnosis that `model` (the weights' "free" part, fit_free.py) gives a free translation's
     features (free.free_features): word scores, flags with their evidence, the sentence score."""
     sig = f["signals"]
-    hallucination = word_scores(model, f, "output", table=FREE_FEATURES).astype(np.float32)
-    omission = word_scores(model, f, "source", table=FREE_FEATURES).astype(np.float32)
-    wrong = _written_wrong(hallucination, f["output_groups"], item)
+    hallucination, omission, wrong = free_word_scores(model, f, item)
     x = free_sentence_features(f, hallucination, omission)
     sentence = float(_predict(model["sentence"], x[None])[0]) if "sentence" in model else 0.0
     unshared = np.zeros(len(item.output_ids))         # per output piece: the share of support it does not carry
