@@ -3,10 +3,11 @@
 A room is a version number and the presenter's share-link fields (the same dict the page writes
 into its URL), kept in one process's memory behind a lock. Only the holder of the room's secret key
 publishes; everyone else can only read. Followers poll `version()` (a dict lookup under the lock),
-and rerun the page only when it changed. This module knows nothing of Streamlit, so the store is
-unit-tested directly; atlas_ui/page/room.py hands one store per process out through
-st.cache_resource. Several processes behind serving.proxy: the room link carries the presenter's
-route, so nginx sends its followers to the process that owns the room (docs/serving.md).
+over HTTP (atlas_ui/server/room_http.py), and rerun the page only when it changed. This module knows
+nothing of Streamlit, so the store is unit-tested directly; `store()` is the process's one store,
+reached by the pages (atlas_ui/page/room.py) and by the HTTP route alike. Several processes behind
+serving.proxy: the room link carries the presenter's route, so nginx sends its followers to the
+process that owns the room (docs/serving.md).
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from dataclasses import dataclass, field
 ID_BYTES = 18             # 144 bits: token_urlsafe gives 24 characters; cannot be guessed
 KEY_BYTES = 32
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{22,64}$")
+FOLLOWER_BYTES = 8
+FOLLOWER_PATTERN = re.compile(r"^[0-9a-f]{16}$")       # new_follower(): what a page's poll says it is
 DEFAULT_IDLE_S = 2 * 3600         # a talk's pause; the presenter's page touches its room every minute
 DEFAULT_MAX_ROOMS = 200           # a bound on memory: the least recently touched room goes first
 FOLLOWER_SEEN_S = 10.0            # a follower counts as present this long after its last poll
@@ -45,6 +48,15 @@ def idle_seconds() -> float:
 
 def valid_id(text) -> bool:
     return isinstance(text, str) and bool(ID_PATTERN.match(text))
+
+
+def new_follower() -> str:
+    """A follower's id: counts its tab as present, never shown."""
+    return secrets.token_hex(FOLLOWER_BYTES)
+
+
+def valid_follower(text) -> bool:
+    return isinstance(text, str) and bool(FOLLOWER_PATTERN.match(text))
 
 
 def _digest(key: str) -> bytes:
@@ -150,3 +162,19 @@ class RoomStore:
         with self._lock:
             self._expire(self._clock())
             return len(self._rooms)
+
+
+_store: RoomStore | None = None
+_store_lock = threading.Lock()
+
+
+def store() -> RoomStore:
+    """This process's rooms: the one deliberate piece of state shared between sessions, and with
+    the HTTP route that followers poll (a plain module global, not st.cache_resource: the route
+    runs outside any script run)."""
+    global _store
+    if _store is None:
+        with _store_lock:
+            if _store is None:
+                _store = RoomStore()
+    return _store
