@@ -28,6 +28,9 @@ FOLLOWER_PATTERN = re.compile(r"^[0-9a-f]{16}$")       # new_follower(): what a 
 DEFAULT_IDLE_S = 2 * 3600         # a talk's pause; the presenter's page touches its room every minute
 DEFAULT_MAX_ROOMS = 200           # a bound on memory: the least recently touched room goes first
 FOLLOWER_SEEN_S = 10.0            # a follower counts as present this long after its last poll
+# Follower ids now come from anyone who has the room's link (the version route's ?me=): a room
+# remembers at most this many, the ones gone forgotten first, so made-up ids cannot grow it for ever.
+MAX_FOLLOWERS = 5000
 
 
 class RoomClosed(LookupError):
@@ -132,13 +135,22 @@ class RoomStore:
             self._presenter_room(room_id, key, self._clock())
             del self._rooms[room_id]
 
+    @staticmethod
+    def _seen(room: Room, follower: str | None, now: float) -> None:
+        if follower is None:
+            return
+        if follower not in room.followers and len(room.followers) >= MAX_FOLLOWERS:
+            room.followers = {f: t for f, t in room.followers.items() if now - t <= FOLLOWER_SEEN_S}
+            if len(room.followers) >= MAX_FOLLOWERS:
+                return                    # that many present at once: a newcomer is not counted
+        room.followers[follower] = now
+
     def version(self, room_id: str, follower: str | None = None) -> int:
         """The room's version, cheap enough for every follower's poll; records the follower as present."""
         with self._lock:
             now = self._clock()
             room = self._room(room_id, now)
-            if follower is not None:
-                room.followers[follower] = now
+            self._seen(room, follower, now)
             return room.version
 
     def read(self, room_id: str, follower: str | None = None) -> tuple[int, dict]:
@@ -146,8 +158,7 @@ class RoomStore:
         with self._lock:
             now = self._clock()
             room = self._room(room_id, now)
-            if follower is not None:
-                room.followers[follower] = now
+            self._seen(room, follower, now)
             return room.version, dict(room.params)
 
     def following(self, room_id: str) -> int:
