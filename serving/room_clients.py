@@ -36,7 +36,7 @@ FULL_RUN_DONE = ForwardMsg.FINISHED_SUCCESSFULLY
 POLLER = "atlas_room_poller"            # the follower's poller component (atlas_ui/page/room.py)
 POLLER_EVENT = "moved"                  # the event its trigger sends
 TRIGGER_ID = "$$STREAMLIT_INTERNAL_KEY_{}__events"      # the frontend's id for a component's triggers
-RETRY_S = 5.0                           # the poller's RETRY_MS: the same trigger again only after this
+RETRY_S = 30.0                          # the poller's RETRY_MS: the same trigger again only after this
 ROUTE_COOKIE = "atlas_route"            # serving.proxy's sticky-session cookie
 
 

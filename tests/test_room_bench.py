@@ -66,6 +66,18 @@ def test_followers_whose_poller_never_runs_follow_by_the_fallback_fragment(tmp_p
         assert follower.http_polls == 0 and follower.triggers == 0 and follower.polls >= 1
 
 
+def test_the_tabs_poller_is_the_pages():
+    """serving/room_clients.py plays the page's poller (atlas_ui/page/room.py): the same component,
+    event, retry and cookie, or the benchmark measures something else."""
+    import re
+    from atlas_ui.page import room
+    from serving import room_clients
+    assert (room.POLLER_NAME, room.POLLER_EVENT, room.ROUTE_COOKIE) == \
+        (room_clients.POLLER, room_clients.POLLER_EVENT, room_clients.ROUTE_COOKIE)
+    assert int(re.search(r"const RETRY_MS = (\d+);", room.POLLER_JS).group(1)) == room_clients.RETRY_S * 1000
+    assert f"poll.trigger('{room.POLLER_EVENT}', value)" in room.POLLER_JS
+
+
 def test_a_chart_title_is_its_first_line():
     assert chart_title('{"layout": {"title": {"text": "Top 10 candidates at step 2<br><sup>chose x</sup>"}}}') \
         == "Top 10 candidates at step 2"

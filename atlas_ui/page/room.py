@@ -47,16 +47,19 @@ def seconds(name: str, default: float, low: float, high: float) -> float:
 POLL_S = seconds("ATLAS_ROOM_POLL_S", 0.5, 0.1, 10.0)
 FALLBACK_S = seconds("ATLAS_ROOM_FALLBACK_S", 8.0, 0.1, 86400.0)
 HEARTBEAT_S = seconds("ATLAS_ROOM_HEARTBEAT_S", 60.0, 1.0, 3600.0)
-POLLER_KEY, POLLER_EVENT = "room_poller", "moved"
+POLLER_NAME, POLLER_KEY, POLLER_EVENT = "atlas_room_poller", "room_poller", "moved"
 
 # The follower's poller. Streamlit calls the default export again with each run's data, and the
 # cleanup it returns only when the element goes (and at once for a call that arrived too late), so
 # one poll per mounted element lives in `polls`, and only the newest call's cleanup stops it. It
 # asks only while the tab is visible (at once when it shows again), and sends one trigger per new
-# version: again only after RETRY_MS if that rerun never brought the version to the page.
+# version. The page's run hands the poller the version it applied early (the bar comes before the
+# view), but a busy server may not start that run for seconds, and a second request would restart
+# it: the same trigger goes again only after RETRY_MS, a safety net for a rerun that never came
+# (5 s re-asked for 10% of the moves at 100 followers on a loaded machine, adding to the load).
 POLLER_JS = """
 const polls = new Map();
-const RETRY_MS = 5000;
+const RETRY_MS = 30000;
 
 function ask(poll, value) {
   const now = Date.now();
@@ -114,7 +117,7 @@ export default function (component) {
 """ % {"event": POLLER_EVENT}
 
 # zero height and no text: the element is hidden by its key (style.COMPACT_CSS), its script still runs
-_poller = st.components.v2.component("atlas_room_poller", js=POLLER_JS)
+_poller = st.components.v2.component(POLLER_NAME, js=POLLER_JS)
 
 
 def rooms() -> RoomStore:
