@@ -1,9 +1,9 @@
 """Attention Atlas: `streamlit run app.py`. The UI lives in atlas_ui/, the figures in viz/.
 
 This file has two roles. `streamlit run app.py` finds `app` below, an st.App (Streamlit's ASGI
-server with atlas_ui/server/asgi.py's middleware: the page starts loading the chart library at once),
-and that server runs this same file for every session, where it draws the page. AppTest runs it
-as a page too.
+server with atlas_ui/server/asgi.py's middleware: the page starts loading the chart library at once;
+and the route a room's followers poll, atlas_ui/server/room_http.py), and that server runs this same
+file for every session, where it draws the page. AppTest runs it as a page too.
 """
 import os
 import sys
