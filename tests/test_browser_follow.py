@@ -162,8 +162,10 @@ def test_followers_follow_the_presenter_live_and_a_detached_one_stays_put(browse
     # with no fallback fragment, the three moves came through each poller's requests
     assert all(page.version_polls - before >= 3 for page, before in zip(followers, polls_before))
 
-    # detached: it polls nothing, and a run of its own keeps its own view
-    assert state_of(alone) == left_at and alone.version_polls == polls_detached
+    # detached: it polls nothing (one request may have left as the run that removed its poller ended:
+    # React runs an element's cleanup after the page shows the run's end; a live poller asks twice
+    # a second through the three moves), and a run of its own keeps its own view
+    assert state_of(alone) == left_at and alone.version_polls <= polls_detached + 1
     with script_run(alone):
         alone.get_by_text("Export", exact=True).click()
     assert state_of(alone) == left_at and alone.get_by_role("button", name="Follow again").is_visible()
