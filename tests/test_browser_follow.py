@@ -134,6 +134,20 @@ def test_followers_follow_the_presenter_live_and_a_detached_one_stays_put(browse
         assert "key" not in parse_qs(urlparse(page.url).query), "a follower's address never holds the key"
         assert page.evaluate(POLLER_HIDDEN_JS) == ["none", 0], "the poller draws nothing"
     assert presenter.evaluate(POLLER_HIDDEN_JS) is None, "the presenter polls nothing"
+    # the presenter's Share menu counts the room (the README's picture of a room)
+    with script_run(presenter):
+        presenter.get_by_role("button", name="Share").click()
+    presenter.locator(".st-key-room_panel").get_by_text("3 following").wait_for(timeout=30_000)
+    # at 1280x720 the whole menu is in the window, unscrolled: the room's QR code, its link, End the
+    # room and the view's own link
+    end = presenter.get_by_role("button", name="End the room").bounding_box()
+    view_link = presenter.locator(".st-key-share_link a").first.bounding_box()
+    assert end and view_link and max(end["y"] + end["height"], view_link["y"] + view_link["height"]) <= PROJECTOR[1], (end, view_link)
+    assert presenter.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stPopoverBody"], [data-testid="stPopoverBody"] *'))
+                                 .every(e => e.scrollHeight <= e.clientHeight + 1 || getComputedStyle(e).overflowY === 'visible')""")
+    presenter.screenshot(path=str(screenshots / "room-presenter.png"))
+    presenter.keyboard.press("Escape")
+    presenter.locator(".st-key-room_panel").wait_for(state="hidden")
     alone.get_by_role("button", name="Detach").click()
     alone.get_by_role("button", name="Follow again").wait_for()
     alone.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]')"
@@ -155,7 +169,6 @@ def test_followers_follow_the_presenter_live_and_a_detached_one_stays_put(browse
     final = state_of(presenter)
     assert (final["view"], final["head"]) == ("Decoding steps", "3") and final["step_no"] != left_at.get("step_no")
     phone.screenshot(path=str(screenshots / "room-phone.png"))
-    presenter.screenshot(path=str(screenshots / "room-presenter.png"))
     print(f"follower delays (s): {[round(d, 2) for d in delays]}; version requests "
           f"{[page.version_polls - before for page, before in zip(followers, polls_before)]} through the moves")
     assert len(delays) == 3 * len(followers)

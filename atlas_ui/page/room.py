@@ -320,7 +320,10 @@ def panel() -> None:
             count = rooms().following(room_id)
         except RoomClosed:
             count = 0
-        st.markdown(f"**Room** · {count} following · [room link]({url})")
-        st.image(qr_svg(url), caption="Scan to follow the speaker", width=300)
-        st.code(url, language=None, wrap_lines=True)
-        st.button("End the room", key="room_end", on_click=_end)
+        # the QR code beside the words, as the view's link below it: stacked, the two ran past the
+        # bottom of a 720-px window and "End the room" sat behind the popover's scroll
+        code, words = st.columns([1, 1.2])
+        code.image(qr_svg(url), caption="Scan to follow the speaker", width=300)
+        words.markdown(f"**Room** · {count} following · [room link]({url})")
+        words.code(url, language=None, wrap_lines=True)
+        words.button("End the room", key="room_end", on_click=_end)
