@@ -4,15 +4,17 @@
 
 The presenter and every follower are tabs over Streamlit's websocket protocol (serving/room_clients.py):
 the presenter opens the app in presenter mode, starts a room from its Share popover and then uses
-its widgets; a follower opens the room link and polls as a browser does (the page's st.fragment
-run_every timer). Measured, with the floor (serving/floor_app.py: one chart, our model loaded) in the
-same run and the same server settings:
+its widgets; a follower opens the room link and polls as a browser does: its page's poller asks the
+room's version over HTTP every ATLAS_ROOM_POLL_S and triggers a rerun on a change, and the slow
+fallback fragment (ATLAS_ROOM_FALLBACK_S) reruns on its timer. Measured, with the floor
+(serving/floor_app.py: one chart, our model loaded) in the same run and the same server settings:
 
 1. joining: `turns` crowds of N tabs opening the room link against N opening the floor, taking turns
    (which goes first alternates; each crowd starts when both servers are idle); seconds from a tab's
    connection to its first chart, the room's p95 / the floor's p95 per turn, the median of those;
 2. idle: N followers in the room, nobody moving, for `idle` seconds: the server's CPU seconds /
-   followers / seconds (and the same with no follower, the server alone);
+   followers / seconds (and the same with no follower, the server alone), and per poll (HTTP
+   version requests and fallback fragment runs together);
 3. moves: the presenter makes the moves of MOVES (step, another head, layer, kind, view...). A move
    has happened when the presenter's run that made it ended; a follower has it when a chart of the
    new state arrives (a title the run before did not draw), and the run it starts must draw every
@@ -97,10 +99,11 @@ async def audience(app, presenter: Presenter, room: str, n: int, moves: list[Mov
     followers = await join(app.url, urlencode({"room": room}), n)
     failed = [t for t in followers if t.errors or t.first_chart is None]
     await asyncio.sleep(2.0)                      # the last arrivals' first polls
+    http_polls, fragment_polls = sum(t.http_polls for t in followers), sum(t.polls for t in followers)
     cpu, started, client = cpu_seconds(pid), time.perf_counter(), time.process_time()
     await asyncio.sleep(idle)
     idle_cpu, idle_wall = cpu_seconds(pid) - cpu, time.perf_counter() - started
-    polls = sum(t.polls for t in followers)
+    polls = (sum(t.http_polls for t in followers) - http_polls, sum(t.polls for t in followers) - fragment_polls)
     idle_client = (time.process_time() - client) / idle_wall
     client, started = time.process_time(), time.perf_counter()
     results, failure = [], ""
@@ -111,8 +114,10 @@ async def audience(app, presenter: Presenter, room: str, n: int, moves: list[Mov
     moves_client = (time.process_time() - client) / (time.perf_counter() - started)
     during = rss_mb(pid)
     errors = [e for t in followers for e in t.errors]
+    triggers = sum(t.triggers for t in followers)
     await asyncio.gather(*(t.close() for t in followers))
     return dict(joined=n - len(failed), idle_cpu=idle_cpu, idle_wall=idle_wall, polls=polls, results=results,
+                triggers=triggers,
                 rss_during=during, errors=errors, client=(idle_client, moves_client), failure=failure)
 
 
@@ -160,9 +165,11 @@ async def measure(args) -> None:
                 break
             got = await audience(app, presenter, room, n, moves, args.idle, rng)
             per = got["idle_cpu"] / max(1, got["joined"]) / got["idle_wall"]
+            http_polls, fragment_polls = got["polls"]
+            a_poll = (got["idle_cpu"] - alone * got["idle_wall"]) / max(1, http_polls + fragment_polls)
             print(f"  joined {got['joined']}/{n}; idle: server CPU {got['idle_cpu']:.2f} s over {got['idle_wall']:.1f} s "
-                  f"= {per * 1000:.2f} ms CPU per follower per s ({got['polls']} polls, "
-                  f"{(got['idle_cpu'] - alone * got['idle_wall']) * 1000 / max(1, got['polls']):.2f} ms a poll)")
+                  f"= {per * 1000:.2f} ms CPU per follower per s ({http_polls} version requests and "
+                  f"{fragment_polls} fallback fragment runs: {a_poll * 1000:.2f} ms a poll)")
             # the tabs share one client process: a busy client would add its own lag to the delays
             print(f"  this client process: {got['client'][0]:.0%} of a core while idle, {got['client'][1]:.0%} "
                   "through the moves")
@@ -173,7 +180,8 @@ async def measure(args) -> None:
             missed = sum(r.missed for r in got["results"])
             wrong = sum(r.wrong for r in got["results"])
             print(f"  delay from a move to a follower's chart, {len(delays)} of {n * len(moves)}: {stats(delays)} "
-                  f"(goal p95 <= 1.5 s); missed {missed}, wrong state {wrong}, errors {len(got['errors'])}"
+                  f"(goal p95 <= 1.5 s); missed {missed}, wrong state {wrong}, reruns the pollers asked for "
+                  f"{got['triggers']}, errors {len(got['errors'])}"
                   + (f" ({got['errors'][0]})" if got["errors"] else ""), flush=True)
             await asyncio.to_thread(settle, [pid])
             rss_after.append(rss_mb(pid))

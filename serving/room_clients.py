@@ -4,7 +4,15 @@ poll, each one tab as a browser runs it, without a browser (benchmarks/bench_roo
 A tab sends what Streamlit's frontend sends: one rerun of its link, then a widget's new value when
 it is used, and for each `st.fragment(run_every=...)` the server announces (ForwardMsg.auto_rerun) a
 rerun of that fragment every interval, the timers cancelled when a full run starts (the frontend's
-handleAutoRerun / cleanupAutoReruns). A follower's poll is such a fragment (atlas_ui/page/room.py).
+handleAutoRerun / cleanupAutoReruns): a follower's slow fallback poll is such a fragment. Its real
+poll is the page's poller (atlas_ui/page/room.py, an st.components.v2 component), which a tab runs
+as the browser runs its script: from the element's data (the version route, the version the page
+applied, the interval) it GETs the route every interval over one kept-alive HTTP connection and,
+when the version differs or the room is gone, sends the rerun the component's trigger sends (a
+rerun_script whose widget states hold the trigger, as captured from Chromium); the poll stops when a
+full run ends without the element (the frontend unmounts it). Cookies go as a browser sends them:
+a link's `route=` becomes the `atlas_route` cookie (what serving.proxy answers a page with), and any
+`Set-Cookie` of that name the server sends is kept, on the websocket and the polls alike.
 Widget states go with a rerun only for the widget used: the server keeps the others' last values.
 Every chart that arrives is kept with its arrival time and title, which says the state it shows
 ("Cross-attention · layer 1 · head 7").
@@ -15,7 +23,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
@@ -25,6 +33,11 @@ from websockets.asyncio.client import connect
 from serving.client import ERROR_ALERT, stream_url
 
 FULL_RUN_DONE = ForwardMsg.FINISHED_SUCCESSFULLY
+POLLER = "atlas_room_poller"            # the follower's poller component (atlas_ui/page/room.py)
+POLLER_EVENT = "moved"                  # the event its trigger sends
+TRIGGER_ID = "$$STREAMLIT_INTERNAL_KEY_{}__events"      # the frontend's id for a component's triggers
+RETRY_S = 30.0                          # the poller's RETRY_MS: the same trigger again only after this
+ROUTE_COOKIE = "atlas_route"            # serving.proxy's sticky-session cookie
 
 
 def chart_title(spec: str) -> str:
@@ -63,20 +76,44 @@ class Tab:
     widgets: dict = field(default_factory=dict)     # a widget's key -> its id ("$$ID-<hash>-<key>")
     full_runs: int = 0                        # full runs ended successfully
     run_started: float = 0.0                  # perf_counter of the last full run's start
-    polls: int = 0                            # fragment reruns this tab asked for
+    polls: int = 0                            # fragment reruns this tab asked for (the fallback poll)
+    http_polls: int = 0                       # version requests its poller made
+    triggers: int = 0                         # reruns its poller asked for (a version moved, the room went)
     received: int = 0                         # messages
     last_received: float = 0.0                # perf_counter of the last one
+    poller: bool = True                       # False: a page whose poller never runs (JS failed)
+    cookie: str | None = None                 # the atlas_route cookie this tab sends
 
     def __post_init__(self):
         self._socket = self._reader = None
         self._timers: dict[str, tuple[float, asyncio.Task]] = {}
         self._run_ended = asyncio.Event()
+        self._poll_task: asyncio.Task | None = None
+        self._poller_data: dict = {}          # the poller element's data, as the last run sent it
+        self._poller_id = ""
+        self._poller_seen = False             # the poller element came in the current full run
+        self._asked: tuple = (None, 0.0)      # (the last trigger's value, perf_counter)
+        self._http = None                     # (reader, writer) of the kept-alive poll connection
+        route = parse_qs(self.query).get("route", [""])[-1]
+        if self.cookie is None and len(route) == 32 and all(c in "0123456789abcdef" for c in route):
+            self.cookie = route               # a proxied room link: the page's answer sets this cookie
+
+    def _headers(self) -> dict:
+        return {"Cookie": f"{ROUTE_COOKIE}={self.cookie}"} if self.cookie else {}
+
+    def _keep_cookie(self, values) -> None:
+        for value in values:
+            name, _, rest = value.partition("=")
+            if name.strip() == ROUTE_COOKIE:
+                self.cookie = rest.split(";")[0].strip() or self.cookie
 
     async def open(self, timeout: float = 120.0) -> "Tab":
         ws_url, origin = stream_url(self.base_url)
         self.started = time.perf_counter()
         self._socket = await connect(ws_url, subprotocols=["streamlit"], origin=origin, max_size=None,
-                                     compression=None, open_timeout=timeout)
+                                     compression=None, open_timeout=timeout, additional_headers=self._headers())
+        if self._socket.response is not None:
+            self._keep_cookie(self._socket.response.headers.get_all("Set-Cookie"))
         self._reader = asyncio.create_task(self._read())
         await self.send()
         return self
@@ -85,6 +122,7 @@ class Tab:
         for _, timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
+        self._stop_poller()
         if self._socket is not None:
             await self._socket.close()
         if self._reader is not None:
@@ -135,6 +173,7 @@ class Tab:
         elif kind == "new_session" and not msg.metadata.run.fragment_ids:
             self.run_started = now
             self._run_ended.clear()
+            self._poller_seen = False
             for _, timer in self._timers.values():       # a full run starts: the frontend stops every timer
                 timer.cancel()
             self._timers.clear()
@@ -152,6 +191,8 @@ class Tab:
         elif kind == "script_finished":
             if msg.script_finished == FULL_RUN_DONE:
                 self.full_runs += 1
+                if not self._poller_seen:          # the run drew no poller: the frontend unmounts it
+                    self._stop_poller()
                 self._run_ended.set()
             elif msg.script_finished not in (ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
                                              ForwardMsg.FINISHED_EARLY_FOR_RERUN):
@@ -171,6 +212,8 @@ class Tab:
             self.charts.append((now, chart_title(element.plotly_chart.spec)))
             if self.first_chart is None:
                 self.first_chart = now - self.started
+        elif kind == "bidi_component" and element.bidi_component.component_name == POLLER:
+            self._note_poller(element.bidi_component)
         elif kind == "exception":
             self.errors.append(f"exception: {element.exception.type}: {element.exception.message[:200]}")
         elif kind == "alert" and element.alert.format == ERROR_ALERT:
@@ -181,6 +224,115 @@ class Tab:
     def _note_widget(self, widget_id: str) -> None:
         if widget_id.startswith("$$ID-") and widget_id.count("-") >= 2:
             self.widgets[widget_id.split("-", 2)[2]] = widget_id
+
+    # ---- the page's poller, as its script runs in a browser ----------------------------------------
+    def _note_poller(self, element) -> None:
+        self._poller_seen = True
+        self._poller_data = json.loads(element.json) if element.json else {}
+        self._poller_id = element.id
+        if self.poller and self._poll_task is None:
+            self._poll_task = asyncio.create_task(self._http_poll())
+
+    def _stop_poller(self) -> None:
+        if self._poll_task is not None:
+            self._poll_task.cancel()
+            self._poll_task = None
+        if self._http is not None:
+            self._http[1].close()
+            self._http = None
+
+    async def _http_poll(self) -> None:
+        """setInterval(tick, every_ms), its first tick at once; a tick still waiting is not doubled."""
+        while True:
+            started = time.perf_counter()
+            try:
+                await self._tick()
+            except (OSError, asyncio.IncompleteReadError, ValueError):
+                pass                              # the page's catch: the next tick asks again
+            every = self._poller_data.get("every_ms", 500) / 1000
+            await asyncio.sleep(max(0.0, started + every - time.perf_counter()))
+
+    async def _tick(self) -> None:
+        data = self._poller_data
+        status, body = await self.http_get(data["url"])
+        self.http_polls += 1
+        if status in (404, 410):
+            await self._ask("ended")
+        elif status == 200:
+            version = json.loads(body).get("version")
+            if isinstance(version, int) and version != data.get("applied"):
+                await self._ask(version)
+
+    async def _ask(self, value) -> None:
+        now = time.perf_counter()
+        if self._asked[0] == value and now - self._asked[1] < RETRY_S:
+            return
+        self._asked = (value, now)
+        self.triggers += 1
+        await self.send([self.trigger_state(value)])
+
+    def trigger_state(self, value) -> WidgetState:
+        """The widget state Chromium sends for the poller's setTriggerValue('moved', value)."""
+        state = WidgetState(id=TRIGGER_ID.format(self._poller_id))
+        state.json_trigger_value = json.dumps([{"event": POLLER_EVENT, "value": value}], separators=(",", ":"))
+        return state
+
+    async def http_get(self, path: str) -> tuple[int, bytes]:
+        """GET `path` on this tab's server over one kept-alive HTTP/1.1 connection, with its cookie, as
+        a page's fetch does; (status, body). A connection the server closed is opened again once."""
+        parts = urlsplit(self.base_url)
+        if parts.scheme != "http":
+            raise ValueError("the tabs' poller speaks plain http only")
+        headers = {"Host": parts.netloc, "Accept": "*/*", "Cache-Control": "no-store", **self._headers()}
+        request = (f"GET {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+                   + "\r\n").encode("latin-1")
+        for attempt in (1, 2):
+            if self._http is None:
+                self._http = await asyncio.open_connection(parts.hostname, parts.port or 80)
+            reader, writer = self._http
+            try:
+                writer.write(request)
+                await writer.drain()
+                return await self._response(reader)
+            except (OSError, asyncio.IncompleteReadError, ValueError):
+                writer.close()
+                self._http = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    async def _response(self, reader) -> tuple[int, bytes]:
+        status_line = await reader.readline()
+        if not status_line:
+            raise ConnectionError("the server closed the connection")
+        status = int(status_line.split()[1])
+        length, chunked, close, cookies = None, False, False, []
+        while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            name, value = name.strip().lower(), value.strip()
+            if name == "content-length":
+                length = int(value)
+            elif name == "transfer-encoding":
+                chunked = "chunked" in value.lower()
+            elif name == "connection":
+                close = value.lower() == "close"
+            elif name == "set-cookie":
+                cookies.append(value)
+        self._keep_cookie(cookies)
+        if chunked:
+            body = b""
+            while (size := int((await reader.readline()).split(b";")[0], 16)):
+                body += await reader.readexactly(size)
+                await reader.readline()
+            await reader.readline()
+        elif length is not None:
+            body = await reader.readexactly(length)
+        else:
+            body, close = await reader.read(), True
+        if close:
+            self._http[1].close()
+            self._http = None
+        return status, body
 
     async def _poll(self, fragment: str, interval: float) -> None:
         """The frontend's setInterval: a rerun of the fragment every interval, running or not."""
@@ -251,10 +403,11 @@ class MoveResult:
         return sum(at is None for at in self.arrived)
 
 
-async def join(base_url: str, query: str, count: int, timeout: float = 120.0) -> list[Tab]:
+async def join(base_url: str, query: str, count: int, timeout: float = 120.0, poller: bool = True) -> list[Tab]:
     """`count` tabs open `query` at once (an audience opening a link); returns them once each has
-    drawn a chart, or timed out (its errors say so). They stay open."""
-    tabs = [Tab(base_url, query) for _ in range(count)]
+    drawn a chart, or timed out (its errors say so). They stay open. `poller`: False for pages
+    whose poller never runs (they follow by the fallback fragment only)."""
+    tabs = [Tab(base_url, query, poller=poller) for _ in range(count)]
 
     async def arrive(tab: Tab) -> None:
         try:

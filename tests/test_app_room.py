@@ -1,9 +1,11 @@
 """Follow the speaker (issue 52), in AppTest: presenter mode starts a room; a tab on the room's link
 takes the presenter's view on its next run; Detach and Follow again; a follower never drives; a
-wrong or expired room gets a message and the normal app. The browser test with live polling is
-tests/test_browser_follow.py; the store itself, tests/test_rooms.py."""
+wrong or expired room gets a message and the normal app. AppTest runs no JS: a following page's
+poller is checked by the data it is given (the version route, the version applied), its polling in
+tests/test_browser_follow.py; the store itself, tests/test_rooms.py; the route, tests/test_room_http.py."""
 from __future__ import annotations
 
+import json
 import re
 from urllib.parse import parse_qs, urlparse
 
@@ -46,6 +48,21 @@ def following(at) -> bool:
     return any("Following the speaker" in md.value for md in at.markdown)
 
 
+def poller(at) -> dict | None:
+    """The data the page gave its room poller (page/room.py), or None when it drew none."""
+    found = [e.proto for e in at.get("bidi_component") if e.proto.component_name == "atlas_room_poller"]
+    assert len(found) <= 1, "one poller a page"
+    return json.loads(found[0].json) if found else None
+
+
+def polls_its_room(at, room_id: str) -> bool:
+    """The page's poller asks this room's version route and knows the version the page applied."""
+    data = poller(at)
+    route = rf"/_atlas/room/{re.escape(room_id)}/version\?me=[0-9a-f]{{16}}"
+    return (data is not None and re.fullmatch(route, data["url"]) is not None
+            and data["applied"] == rooms().version(room_id) and data["every_ms"] == 500)
+
+
 def test_the_room_link_holds_the_room_only_and_the_key_stays_with_the_presenter():
     presenter, room_id, link = started_room()
     mine = url(presenter)
@@ -54,7 +71,8 @@ def test_the_room_link_holds_the_room_only_and_the_key_stays_with_the_presenter(
     assert mine["key"] not in "".join(md.value for md in presenter.markdown)
     assert [code.value for code in presenter.code if room_id in code.value] == [link]
     fan = follower(link)
-    assert following(fan)
+    assert following(fan) and polls_its_room(fan, room_id)
+    assert poller(presenter) is None, "the presenter drives: it polls nothing"
     assert "key" not in url(fan) and url(fan)["room"] == room_id
     for name in ("view", "kind", "layer", "head", "sentence", "model"):
         assert url(fan)[name] == mine[name], name
@@ -72,14 +90,16 @@ def test_a_follower_takes_each_move_detaches_and_follows_again():
     presenter.run()
     check_clean(presenter, "moves")
     alone.button(key="room_detach").click().run()
-    assert not following(alone) and alone.button(key="room_follow")
+    assert not following(alone) and alone.button(key="room_follow") and poller(alone) is None
+    assert poller(fan)["applied"] == 1 < rooms().version(room_id), "moved since: the poller asks a rerun"
     fan.run()
     alone.run()
     assert (url(fan)["view"], url(fan)["head"], url(fan)["step_no"]) == ("Decoding steps", "2", "4")
+    assert polls_its_room(fan, room_id), "the version it applied, handed to its poller"
     assert url(alone)["view"] == "Heatmap" and url(alone)["head"] != "2", "a detached follower stays put"
     alone.button(key="room_follow").click().run()
     check_clean(alone, "follow again")
-    assert following(alone)
+    assert following(alone) and polls_its_room(alone, room_id)
     assert (url(alone)["view"], url(alone)["head"], url(alone)["step_no"]) == ("Decoding steps", "2", "4")
 
 
@@ -114,7 +134,7 @@ def test_a_wrong_or_ended_room_says_so_and_opens_the_normal_app():
     assert "room" not in url(presenter) and "key" not in url(presenter)
     fan.run()
     assert any("This room has ended" in w.value for w in fan.warning)
-    assert "room" not in url(fan) and not following(fan) and fan.get("plotly_chart")
+    assert "room" not in url(fan) and not following(fan) and fan.get("plotly_chart") and poller(fan) is None
 
 
 def test_a_wrong_key_follows_and_never_drives():

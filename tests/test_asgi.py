@@ -130,13 +130,15 @@ def test_no_chunk_no_script(tmp_path, monkeypatch):
 
 def test_app_py_is_the_servers_application_when_imported_and_the_page_in_a_script_run():
     """Imported outside a script run (as `streamlit run` and uvicorn do), app.py is an st.App with
-    the middleware; in a fresh interpreter, since an st.App pins process-wide config."""
+    the middleware and the rooms' version route; in a fresh interpreter, since an st.App pins
+    process-wide config."""
     code = ("import runpy, sys, streamlit as st; ns = runpy.run_path('app.py'); app = ns['app']; "
             "print(type(app).__name__, [m.cls.__name__ for m in app._user_middleware], "
+            "[r.path for r in app._user_routes], "
             "all(name in sys.modules for name in ('atlas_ui.page.main', 'transformer.hf.load', 'transformer.explain.faithfulness', "
             "'transformers.models.t5.modeling_t5', 'transformers.models.marian.tokenization_marian')))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert out.returncode == 0, out.stderr[-2000:]
     # the page's modules are imported here, in the server's thread, never by concurrent first runs
-    assert out.stdout.strip().splitlines()[-1] == "App ['EarlyChartLibrary'] True"
+    assert out.stdout.strip().splitlines()[-1] == "App ['EarlyChartLibrary'] ['/_atlas/room/{room_id}/version'] True"

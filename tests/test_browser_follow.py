@@ -5,10 +5,12 @@ assertion fails on a loaded machine; the 1.5 s goal belongs to a benchmark). A d
 follower stays put through a run of its own, and Follow again brings it back. A follower that moves
 explores alone and never drives.
 
-Followers poll (a fragment with run_every), so their pages send rerun requests on their own and
-script_run's count does not apply there: a follower is read by what it shows (its address, the
-room bar, its charts drawn), waited for with wait_for_function, never a sleep. The presenter and a
-detached follower poll nothing, so their actions are waited for with script_run."""
+A follower's page polls the room's version over HTTP (its poller, atlas_ui/page/room.py) and sends
+a rerun request on its own when the presenter moved; the server here never runs the slow fallback
+fragment, so only that poller can bring the moves, and each follower's version requests are
+counted. So script_run's count does not apply there: a follower is read by what it shows (its
+address, the room bar, its charts drawn), waited for with wait_for_function, never a sleep. The
+presenter and a detached follower poll nothing, so their actions are waited for with script_run."""
 from __future__ import annotations
 
 import time
@@ -48,8 +50,10 @@ RUN_ENDED_WITH_JS = """(expected) => {
 @pytest.fixture(scope="module")
 def room_app(tmp_path_factory):
     """A server of its own: the presenter's heartbeat (a fragment) must not send a rerun request in
-    the middle of a script_run wait on the presenter's page."""
-    with running_app(tmp_path_factory.mktemp("streamlit-room"), env={"ATLAS_ROOM_HEARTBEAT_S": "3600"}) as url:
+    the middle of a script_run wait on the presenter's page, and a follower's fallback fragment
+    never runs (a day): what follows, follows by its page's poller."""
+    env = {"ATLAS_ROOM_HEARTBEAT_S": "3600", "ATLAS_ROOM_FALLBACK_S": "86400"}
+    with running_app(tmp_path_factory.mktemp("streamlit-room"), env=env) as url:
         yield url
 
 
@@ -74,10 +78,26 @@ def choose(page, key: str, option: str) -> None:
 
 
 def join(browser, link: str, viewport, phone: bool = False):
+    """A follower's page on the room link; page.version_polls counts its requests of the room's
+    version route."""
     page = new_page(browser, viewport, phone)
+    page.version_polls = 0
+
+    def count(request):
+        if VERSION_ROUTE in request.url:
+            page.version_polls += 1
+    page.on("request", count)
     page.goto(link, wait_until="domcontentloaded")
     page.wait_for_selector(".st-key-room_bar")
     return page
+
+
+VERSION_ROUTE = "/_atlas/room/"
+# The poller's element: in the room bar, taking no room (not displayed, no height)
+POLLER_HIDDEN_JS = """() => {
+  const e = document.querySelector('.st-key-room_bar .st-key-room_poller');
+  return e ? [getComputedStyle(e).display, e.getBoundingClientRect().height] : null;
+}"""
 
 
 def followers_show(followers, presenter, started: float) -> list[float]:
@@ -112,11 +132,29 @@ def test_followers_follow_the_presenter_live_and_a_detached_one_stays_put(browse
     followers_show(followers + [alone], presenter, time.perf_counter())
     for page in followers + [alone]:
         assert "key" not in parse_qs(urlparse(page.url).query), "a follower's address never holds the key"
+        assert page.evaluate(POLLER_HIDDEN_JS) == ["none", 0], "the poller draws nothing"
+    assert presenter.evaluate(POLLER_HIDDEN_JS) is None, "the presenter polls nothing"
+    # the presenter's Share menu counts the room (the README's picture of a room)
+    with script_run(presenter):
+        presenter.get_by_role("button", name="Share").click()
+    presenter.locator(".st-key-room_panel").get_by_text("3 following").wait_for(timeout=30_000)
+    # at 1280x720 the whole menu is in the window, unscrolled: the room's QR code, its link, End the
+    # room and the view's own link
+    end = presenter.get_by_role("button", name="End the room").bounding_box()
+    view_link = presenter.locator(".st-key-share_link a").first.bounding_box()
+    assert end and view_link and max(end["y"] + end["height"], view_link["y"] + view_link["height"]) <= PROJECTOR[1], (end, view_link)
+    assert presenter.evaluate("""() => Array.from(document.querySelectorAll('[data-testid="stPopoverBody"], [data-testid="stPopoverBody"] *'))
+                                 .every(e => e.scrollHeight <= e.clientHeight + 1 || getComputedStyle(e).overflowY === 'visible')""")
+    presenter.screenshot(path=str(screenshots / "room-presenter.png"))
+    presenter.keyboard.press("Escape")
+    presenter.locator(".st-key-room_panel").wait_for(state="hidden")
     alone.get_by_role("button", name="Detach").click()
     alone.get_by_role("button", name="Follow again").wait_for()
     alone.wait_for_function("() => document.querySelector('[data-testid=\"stApp\"]')"
                             ".getAttribute('data-test-script-state') === 'notRunning'")
-    left_at = state_of(alone)
+    left_at, polls_detached = state_of(alone), alone.version_polls
+    assert alone.evaluate(POLLER_HIDDEN_JS) is None, "detached: its poller is gone"
+    polls_before = [page.version_polls for page in followers]
 
     delays = []
     for move in ("view", "step", "head"):
@@ -131,12 +169,16 @@ def test_followers_follow_the_presenter_live_and_a_detached_one_stays_put(browse
     final = state_of(presenter)
     assert (final["view"], final["head"]) == ("Decoding steps", "3") and final["step_no"] != left_at.get("step_no")
     phone.screenshot(path=str(screenshots / "room-phone.png"))
-    presenter.screenshot(path=str(screenshots / "room-presenter.png"))
-    print(f"follower delays (s): {[round(d, 2) for d in delays]}")
+    print(f"follower delays (s): {[round(d, 2) for d in delays]}; version requests "
+          f"{[page.version_polls - before for page, before in zip(followers, polls_before)]} through the moves")
     assert len(delays) == 3 * len(followers)
+    # with no fallback fragment, the three moves came through each poller's requests
+    assert all(page.version_polls - before >= 3 for page, before in zip(followers, polls_before))
 
-    # detached: it polls nothing, and a run of its own keeps its own view
-    assert state_of(alone) == left_at
+    # detached: it polls nothing (one request may have left as the run that removed its poller ended:
+    # React runs an element's cleanup after the page shows the run's end; a live poller asks twice
+    # a second through the three moves), and a run of its own keeps its own view
+    assert state_of(alone) == left_at and alone.version_polls <= polls_detached + 1
     with script_run(alone):
         alone.get_by_text("Export", exact=True).click()
     assert state_of(alone) == left_at and alone.get_by_role("button", name="Follow again").is_visible()

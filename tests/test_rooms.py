@@ -6,6 +6,7 @@ import threading
 
 import pytest
 
+from atlas_ui.server import rooms as rooms_module
 from atlas_ui.server.rooms import NotPresenter, RoomClosed, RoomStore, valid_id
 
 
@@ -113,6 +114,19 @@ def test_followers_are_counted_while_they_poll():
     store.version(room, "a")
     clock.now += 5                     # b and c stopped polling 13 s ago
     assert store.following(room) == 1
+
+
+def test_made_up_follower_ids_cannot_grow_a_room_for_ever(monkeypatch):
+    monkeypatch.setattr(rooms_module, "MAX_FOLLOWERS", 50)
+    clock = Clock()
+    store = RoomStore(idle_s=1000, clock=clock)
+    room, key = store.create({})
+    for n in range(200):                       # anyone with the link can poll under any id
+        store.version(room, f"{n:016x}")
+    assert len(store._rooms[room].followers) == 50 and store.following(room) == 50
+    clock.now += 11                            # those went quiet: newcomers take their places
+    store.read(room, "f" * 16)
+    assert store._rooms[room].followers == {"f" * 16: clock.now} and store.following(room) == 1
 
 
 def test_concurrent_publishes_and_reads_keep_versions_consistent():

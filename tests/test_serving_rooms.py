@@ -1,15 +1,22 @@
 """Rooms behind serving.proxy (issue 52): a room lives in one process's memory, and its link names
-that process's route, so nginx sends every follower there; the follower's own cookie then follows."""
+that process's route, so nginx sends every follower there; the follower's own cookie then follows,
+and so do its page's polls of the room's version route (same origin, same cookie)."""
 from __future__ import annotations
 
+import json
 import secrets
 import shutil
+import urllib.error
 import urllib.request
+from urllib.parse import parse_qs, urlencode
 
 import pytest
 
-from browser_utils import REQUIRED
+from atlas_ui.server.rooms import new_follower
+from benchmarks.bench_room import LINK, MOVES
+from browser_utils import REQUIRED, drive
 from serving.proxy import ROUTE_COOKIE, ProxiedApp, nginx_config
+from serving.room_clients import Presenter, join, play
 
 NEEDS_NGINX = pytest.mark.skipif(shutil.which("nginx") is None and not REQUIRED,
                                  reason="nginx is not installed (apt-get install -y nginx-light)")
@@ -49,3 +56,55 @@ def test_a_room_links_route_reaches_the_owners_process_whatever_the_followers_co
         # a malformed route is ignored: the follower's own cookie decides, as without a room
         mine = secrets.token_hex(16)
         assert upstream(f"{health}?route=..%2Fx", mine) == (owners.get(mine) or upstream(health, mine)[0], mine)
+
+
+def version_through(url: str, room: str, cookie: str) -> tuple[int, str, dict]:
+    """(status, upstream, body) of a version poll through the proxy with this route cookie."""
+    request = urllib.request.Request(f"{url}/_atlas/room/{room}/version?me={new_follower()}",
+                                     headers={"Cookie": f"{ROUTE_COOKIE}={cookie}"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, response.headers["X-Atlas-Upstream"], json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, error.headers["X-Atlas-Upstream"], json.loads(error.read())
+
+
+async def proxied_room(url: str, route: str):
+    """A presenter whose browser holds `route` starts a room; two followers open its link (the room
+    id and that route), follow one move through their pollers, and leave."""
+    presenter = await Presenter(url, urlencode(LINK), cookie=route).open()
+    try:
+        room = await presenter.start_room()
+        followers = await join(url, urlencode({"room": room, "route": route}), 2)
+        try:
+            results = await play(presenter, followers, MOVES[:1], gap=lambda: 0.6, timeout=60)
+        finally:
+            for follower in followers:
+                await follower.close()
+        return presenter, room, followers, results
+    finally:
+        await presenter.close()
+
+
+@pytest.mark.slow
+@NEEDS_NGINX
+def test_a_followers_version_polls_reach_the_rooms_process_through_the_proxy(tmp_path):
+    # the fallback fragment never fires: the move must come through the pollers' requests
+    with ProxiedApp(processes=2, log_dir=tmp_path, env={"ATLAS_ROOM_FALLBACK_S": "3600"}) as proxy:
+        health, routes = f"{proxy.url}/_stcore/health", {}
+        for _ in range(40):                                   # a route to each process
+            route = secrets.token_hex(16)
+            routes.setdefault(upstream(health, route)[0], route)
+            if len(routes) == 2:
+                break
+        (owner, route), (other, other_route) = routes.items()
+        presenter, room, followers, results = drive(proxied_room(proxy.url, route))
+        assert parse_qs(presenter.query)["room"] == [room] and not presenter.errors
+        assert results[0].missed == 0 and results[0].wrong == 0, results[0]
+        for follower in followers:
+            assert not follower.errors and follower.cookie == route
+            assert follower.http_polls >= 1 and follower.triggers >= 1 and follower.polls == 0
+        status, served_by, body = version_through(proxy.url, room, route)
+        assert (status, served_by, body) == (200, owner, {"version": 2})
+        # the other process holds no such room: the cookie is what brings a poll to the right one
+        assert version_through(proxy.url, room, other_route) == (404, other, {"error": "no such room"})

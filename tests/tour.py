@@ -16,7 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ["tests/test_browser.py::test_page_loads_with_heatmap_and_screenshot",
          "tests/test_browser_features.py::test_every_view_link_shows_its_picture_first_drawn_in_one_pass",
-         "tests/test_browser_features.py::test_presenter_mode_keys_in_light_and_dark_themes"]
+         "tests/test_browser_features.py::test_presenter_mode_keys_in_light_and_dark_themes",
+         "tests/test_browser_follow.py::test_followers_follow_the_presenter_live_and_a_detached_one_stays_put"]
 
 
 def main(argv=None) -> int:

@@ -98,7 +98,10 @@ def page() -> None:
         if display.presenter and share.open or not display.presenter and room.KEY in st.session_state:
             with share:
                 guarded(room.panel)                      # start a room, or its link and QR code
-        guarded(presenter_share if display.presenter else share_box, share, params)
+        if display.presenter:
+            guarded(presenter_share, share, params, room.KEY in st.session_state)
+        else:
+            guarded(share_box, share, params)
 
 
 def input_bar(opened: Opened, display: Display, phone: bool, share):

@@ -1,17 +1,19 @@
 """Follow the speaker (issue 52): presenter mode starts a room; every tab on the room's link follows.
 
 The room's state is the presenter's share-link fields (what the page writes into its URL), held by
-atlas_ui/server/rooms.py's store, one per process through st.cache_resource. The presenter's run
-publishes them at its end; a follower's fragment polls the room's version every POLL_S seconds and
-reruns the page when it changed, and the page's first act is then to take the presenter's fields
-(state.seed(..., replace=True)). The presenter's key lives in its session and its own URL only,
-never in a link the page shows. Public Streamlit API only: st.cache_resource, st.fragment.
+atlas_ui/server/rooms.py's store, one per process. The presenter's run publishes them at its end. A
+follower's page holds a poller that draws nothing (an st.components.v2 component, inline JS): every
+POLL_S seconds it asks the room's version over plain HTTP (atlas_ui/server/room_http.py, no script
+run) and, only when it differs from the version this page applied or the room is gone, sends a
+trigger, so the page reruns; the page's first act is then to take the presenter's fields
+(state.seed(..., replace=True)). A slow st.fragment poll (FALLBACK_S) does the same through a script
+run, for a page whose poller cannot run (no JS, a blocked request; AppTest). The presenter's key lives
+in its session and its own URL only, never in a link the page shows. Public Streamlit API only.
 """
 from __future__ import annotations
 
 import os
 import re
-import secrets
 
 import streamlit as st
 
@@ -19,7 +21,8 @@ from ..ui import state
 from ..ui.branch import STATE as BRANCH_STATE
 from .landing import LANDED
 from .share import markdown_safe_url, qr_svg, share_url
-from ..server.rooms import NotPresenter, RoomClosed, RoomStore, valid_id
+from ..server.room_http import version_url
+from ..server.rooms import NotPresenter, RoomClosed, RoomStore, new_follower, store, valid_id
 
 ROOM, KEY, FOLLOWING = "room_id", "room_key", "room_following"     # session keys
 APPLIED, BASELINE, ME, NOTE, BOOTED = "_room_applied", "_room_baseline", "_room_me", "_room_note", "_room_booted"
@@ -36,17 +39,90 @@ def seconds(name: str, default: float, low: float, high: float) -> float:
         return default
 
 
-# ATLAS_ROOM_POLL_S: how often a follower asks whether the presenter moved (a move reaches it within
-# this plus one page run); ATLAS_ROOM_HEARTBEAT_S: how often a presenter's open page keeps its room
-# alive (rooms.DEFAULT_IDLE_S is the idle time after which a room goes)
+# ATLAS_ROOM_POLL_S: how often a follower's page asks (over HTTP) whether the presenter moved (a move
+# reaches it within this plus one page run); ATLAS_ROOM_FALLBACK_S: how often its script asks too, in
+# case the page's poller does not run (under rooms.FOLLOWER_SEEN_S, so such a follower still counts
+# as present); ATLAS_ROOM_HEARTBEAT_S: how often a presenter's open page keeps its room alive
+# (rooms.DEFAULT_IDLE_S is the idle time after which a room goes)
 POLL_S = seconds("ATLAS_ROOM_POLL_S", 0.5, 0.1, 10.0)
+FALLBACK_S = seconds("ATLAS_ROOM_FALLBACK_S", 8.0, 0.1, 86400.0)
 HEARTBEAT_S = seconds("ATLAS_ROOM_HEARTBEAT_S", 60.0, 1.0, 3600.0)
+POLLER_NAME, POLLER_KEY, POLLER_EVENT = "atlas_room_poller", "room_poller", "moved"
+
+# The follower's poller. Streamlit calls the default export again with each run's data, and the
+# cleanup it returns only when the element goes (and at once for a call that arrived too late), so
+# one poll per mounted element lives in `polls`, and only the newest call's cleanup stops it. It
+# asks only while the tab is visible (at once when it shows again), and sends one trigger per new
+# version. The page's run hands the poller the version it applied early (the bar comes before the
+# view), but a busy server may not start that run for seconds, and a second request would restart
+# it: the same trigger goes again only after RETRY_MS, a safety net for a rerun that never came
+# (5 s re-asked for 10% of the moves at 100 followers on a loaded machine, adding to the load).
+POLLER_JS = """
+const polls = new Map();
+const RETRY_MS = 30000;
+
+function ask(poll, value) {
+  const now = Date.now();
+  if (poll.stopped || (poll.asked === value && now - poll.askedAt < RETRY_MS)) return;
+  poll.asked = value;
+  poll.askedAt = now;
+  poll.trigger('%(event)s', value);
+}
+
+async function tick(poll) {
+  if (poll.busy || poll.stopped || document.visibilityState === 'hidden') return;
+  poll.busy = true;
+  try {
+    const response = await fetch(poll.data.url, {cache: 'no-store', credentials: 'same-origin'});
+    if (response.status === 404 || response.status === 410) {
+      ask(poll, 'ended');                       // the page reruns and says the room has ended
+    } else if (response.ok) {
+      const body = await response.json();
+      if (Number.isInteger(body.version) && body.version !== poll.data.applied) ask(poll, body.version);
+    }
+  } catch (error) {
+    // offline for a moment: the next tick asks again (and the page's slow fragment poll meanwhile)
+  } finally {
+    poll.busy = false;
+  }
+}
+
+export default function (component) {
+  const {key, data, setTriggerValue} = component;
+  let poll = polls.get(key);
+  const fresh = !poll;
+  if (fresh) {
+    poll = {timer: null, every: 0, busy: false, stopped: false, asked: null, askedAt: 0, calls: 0};
+    poll.onVisible = () => { if (document.visibilityState === 'visible') tick(poll); };
+    document.addEventListener('visibilitychange', poll.onVisible);
+    polls.set(key, poll);
+  }
+  const call = ++poll.calls;
+  poll.data = data;
+  poll.trigger = setTriggerValue;
+  if (poll.every !== data.every_ms) {
+    clearInterval(poll.timer);
+    poll.every = data.every_ms;
+    poll.timer = setInterval(() => tick(poll), poll.every);
+  }
+  if (fresh) tick(poll);                        // the first ask at once: it also counts this tab present
+  return () => {
+    if (call !== poll.calls) return;            // a newer call of this element owns the poll
+    poll.stopped = true;
+    clearInterval(poll.timer);
+    document.removeEventListener('visibilitychange', poll.onVisible);
+    polls.delete(key);
+  };
+}
+""" % {"event": POLLER_EVENT}
+
+# zero height and no text: the element is hidden by its key (style.COMPACT_CSS), its script still runs
+_poller = st.components.v2.component(POLLER_NAME, js=POLLER_JS)
 
 
-@st.cache_resource(show_spinner=False)
 def rooms() -> RoomStore:
-    """This process's rooms: the one deliberate piece of state shared between sessions."""
-    return RoomStore()
+    """This process's rooms (rooms.store(): the same store the HTTP route reads)."""
+    return store()
 
 
 def link_fields(params: dict) -> dict:
@@ -90,7 +166,7 @@ def boot() -> None:
 def me() -> str:
     """This session's follower id (counts it as present; never shown)."""
     if ME not in st.session_state:
-        st.session_state[ME] = secrets.token_hex(8)
+        st.session_state[ME] = new_follower()
     return st.session_state[ME]
 
 
@@ -120,12 +196,22 @@ def _follow_again() -> None:
     st.session_state.pop(APPLIED, None)
 
 
-@st.fragment(run_every=POLL_S)
+def _poll_http() -> None:
+    """The page's poller (POLLER_JS): asks the room's version every POLL_S s over HTTP and reruns
+    the page when it moved. A poll that finds no move is one HTTP request, not a script run: a
+    fragment's run costs at least 4 websocket messages through Streamlit's one runtime loop, and
+    100 followers polling that way every 0.5 s held the server at 100% of a core
+    (benchmarks/bench_room.py, docs/serving.md). The trigger's rerun is a full run: the poller is
+    on the page, not in a fragment."""
+    _poller(key=POLLER_KEY, data={"url": version_url(st.session_state[ROOM], me()),
+                                  "applied": st.session_state.get(APPLIED), "every_ms": round(POLL_S * 1000)})
+
+
+@st.fragment(run_every=FALLBACK_S)
 def _poll() -> None:
-    """A follower's question every POLL_S s: did the room move? Then the whole page reruns. It draws
-    nothing: every element a run draws is a message to that tab, and a room of 100 followers asks
-    200 times a second (benchmarks/bench_room.py), so a room that stayed put costs a dict lookup
-    and Streamlit's own run. The bar and its Detach button belong to the page's run."""
+    """The slow fallback: a follower's question every FALLBACK_S s through a script run, for a page
+    whose poller does not run. It draws nothing: every element a run draws is a message to that
+    tab. The bar and its Detach button belong to the page's run."""
     try:
         version = rooms().version(st.session_state[ROOM], me())
     except (RoomClosed, KeyError):
@@ -157,6 +243,7 @@ def bar() -> None:
             st.markdown(":green[●] **Following the speaker**", width="content")
             st.button("Detach", key="room_detach", on_click=_detach, help="Explore on your own; the speaker "
                       "moves on without you until you follow again.")
+            _poll_http()
             _poll()
     else:
         with st.container(key="room_bar", horizontal=True, vertical_alignment="center"):
@@ -233,7 +320,10 @@ def panel() -> None:
             count = rooms().following(room_id)
         except RoomClosed:
             count = 0
-        st.markdown(f"**Room** · {count} following · [room link]({url})")
-        st.image(qr_svg(url), caption="Scan to follow the speaker", width=300)
-        st.code(url, language=None, wrap_lines=True)
-        st.button("End the room", key="room_end", on_click=_end)
+        # the QR code beside the words, as the view's link below it: stacked, the two ran past the
+        # bottom of a 720-px window and "End the room" sat behind the popover's scroll
+        code, words = st.columns([1, 1.2])
+        code.image(qr_svg(url), caption="Scan to follow the speaker", width=300)
+        words.markdown(f"**Room** · {count} following · [room link]({url})")
+        words.code(url, language=None, wrap_lines=True)
+        words.button("End the room", key="room_end", on_click=_end)

@@ -69,12 +69,17 @@ def share_box(box, params: dict) -> None:
 PRESENTER_SHARE_OPEN = "presenter_share_open"     # session key: presenter mode's Share popover is open
 
 
-def presenter_share(box, params: dict) -> None:
+def presenter_share(box, params: dict, room_running: bool = False) -> None:
     """Presenter mode's Share popover (drawn only while open): the link and a large QR code for the
-    room. The link opens the plain page (no presenter mode): the audience reads it on a phone."""
+    room. The link opens the plain page (no presenter mode): the audience reads it on a phone. While
+    a room runs, its QR code is the one to show: the view's link is then one line under it."""
     if not box.open:
         return
     url = markdown_safe_url(share_url(st.context.url, {**params, "present": None}))
+    if room_running:
+        with box, st.container(key="share_link"):
+            st.markdown(f"[Link to this view]({url}) :gray[:small[· opens this view without following the room]]")
+        return
     with box, st.container(key="share_link"):
         # the link beside its QR code: below it, a long link ran past the bottom of a 720-px window
         code, link = st.columns([1, 1.2])

@@ -13,6 +13,7 @@ from __future__ import annotations
 # A view's controls sit label beside field; in a view 641-1000 px wide (the sidebar open at 1280 px)
 # each label goes above its field, which then has the column's whole width ("Cross-attenti"), and a
 # toggle's words wrap (narrower, on a phone, the columns stack and each has the whole width).
+# A follower's room poller (page/room.py) is a script, not a sight: its element takes no room in the bar.
 COMPACT_CSS = """<style>
 [data-testid='stMainBlockContainer']{padding-top:0.3rem;padding-bottom:2rem}
 [data-testid='stHeader']{background:transparent;pointer-events:none}
@@ -40,6 +41,7 @@ COMPACT_CSS = """<style>
 .st-key-step [data-testid='stSliderThumbValue'],.st-key-step [data-testid='stSliderTickBarMin'],
 .st-key-step [data-testid='stSliderTickBarMax']{display:none}
 [data-testid='stMarkdownContainer']:has(> div:last-child){margin-bottom:0}
+.st-key-room_poller{display:none}
 </style>"""
 # On a phone a chart's x axis is a third of a 1280 px window's: a sentence's pieces stood upright a
 # few px apart, text on text (issue 31, runs/shots15.py). There every k-th label stays, at most

@@ -3,10 +3,11 @@
 A room is a version number and the presenter's share-link fields (the same dict the page writes
 into its URL), kept in one process's memory behind a lock. Only the holder of the room's secret key
 publishes; everyone else can only read. Followers poll `version()` (a dict lookup under the lock),
-and rerun the page only when it changed. This module knows nothing of Streamlit, so the store is
-unit-tested directly; atlas_ui/page/room.py hands one store per process out through
-st.cache_resource. Several processes behind serving.proxy: the room link carries the presenter's
-route, so nginx sends its followers to the process that owns the room (docs/serving.md).
+over HTTP (atlas_ui/server/room_http.py), and rerun the page only when it changed. This module knows
+nothing of Streamlit, so the store is unit-tested directly; `store()` is the process's one store,
+reached by the pages (atlas_ui/page/room.py) and by the HTTP route alike. Several processes behind
+serving.proxy: the room link carries the presenter's route, so nginx sends its followers to the
+process that owns the room (docs/serving.md).
 """
 from __future__ import annotations
 
@@ -22,9 +23,14 @@ from dataclasses import dataclass, field
 ID_BYTES = 18             # 144 bits: token_urlsafe gives 24 characters; cannot be guessed
 KEY_BYTES = 32
 ID_PATTERN = re.compile(r"^[A-Za-z0-9_-]{22,64}$")
+FOLLOWER_BYTES = 8
+FOLLOWER_PATTERN = re.compile(r"^[0-9a-f]{16}$")       # new_follower(): what a page's poll says it is
 DEFAULT_IDLE_S = 2 * 3600         # a talk's pause; the presenter's page touches its room every minute
 DEFAULT_MAX_ROOMS = 200           # a bound on memory: the least recently touched room goes first
 FOLLOWER_SEEN_S = 10.0            # a follower counts as present this long after its last poll
+# Follower ids now come from anyone who has the room's link (the version route's ?me=): a room
+# remembers at most this many, the ones gone forgotten first, so made-up ids cannot grow it for ever.
+MAX_FOLLOWERS = 5000
 
 
 class RoomClosed(LookupError):
@@ -45,6 +51,15 @@ def idle_seconds() -> float:
 
 def valid_id(text) -> bool:
     return isinstance(text, str) and bool(ID_PATTERN.match(text))
+
+
+def new_follower() -> str:
+    """A follower's id: counts its tab as present, never shown."""
+    return secrets.token_hex(FOLLOWER_BYTES)
+
+
+def valid_follower(text) -> bool:
+    return isinstance(text, str) and bool(FOLLOWER_PATTERN.match(text))
 
 
 def _digest(key: str) -> bytes:
@@ -120,13 +135,22 @@ class RoomStore:
             self._presenter_room(room_id, key, self._clock())
             del self._rooms[room_id]
 
+    @staticmethod
+    def _seen(room: Room, follower: str | None, now: float) -> None:
+        if follower is None:
+            return
+        if follower not in room.followers and len(room.followers) >= MAX_FOLLOWERS:
+            room.followers = {f: t for f, t in room.followers.items() if now - t <= FOLLOWER_SEEN_S}
+            if len(room.followers) >= MAX_FOLLOWERS:
+                return                    # that many present at once: a newcomer is not counted
+        room.followers[follower] = now
+
     def version(self, room_id: str, follower: str | None = None) -> int:
         """The room's version, cheap enough for every follower's poll; records the follower as present."""
         with self._lock:
             now = self._clock()
             room = self._room(room_id, now)
-            if follower is not None:
-                room.followers[follower] = now
+            self._seen(room, follower, now)
             return room.version
 
     def read(self, room_id: str, follower: str | None = None) -> tuple[int, dict]:
@@ -134,8 +158,7 @@ class RoomStore:
         with self._lock:
             now = self._clock()
             room = self._room(room_id, now)
-            if follower is not None:
-                room.followers[follower] = now
+            self._seen(room, follower, now)
             return room.version, dict(room.params)
 
     def following(self, room_id: str) -> int:
@@ -150,3 +173,19 @@ class RoomStore:
         with self._lock:
             self._expire(self._clock())
             return len(self._rooms)
+
+
+_store: RoomStore | None = None
+_store_lock = threading.Lock()
+
+
+def store() -> RoomStore:
+    """This process's rooms: the one deliberate piece of state shared between sessions, and with
+    the HTTP route that followers poll (a plain module global, not st.cache_resource: the route
+    runs outside any script run)."""
+    global _store
+    if _store is None:
+        with _store_lock:
+            if _store is None:
+                _store = RoomStore()
+    return _store
