@@ -336,11 +336,14 @@ def test_after_runtime_no_session_path_imports_a_transformers_module(hf_dirs):
     import nothing more from transformers or the hub: no thread can reach a lazy import. Each
     model's generation config is cut to 8 pieces after the load (the tiny models mostly run to
     their max_length of 40): the same code paths as the app's calls (no max_len, the config's
-    length rules), in a third of the time (23 s of CPU before, 15 s after)."""
+    length rules), for less work (15 s of CPU against 23 s). Torch runs on one thread, as in the
+    suite's workers: two threads on a busy machine mostly spun (22-53 s of CPU in pytest, 7 s on one)."""
     dirs = {name: str(path) for name, path in hf_dirs.items()}
     code = f"""
 import json, sys
 sys.path.insert(0, {str(REPO)!r})
+import torch
+torch.set_num_threads(1)        # as the suite's workers (conftest): tiny models, a second thread only spins
 from transformer.hf.runtime import runtime
 runtime()
 PACKAGES = ("transformers", "huggingface_hub", "tokenizers", "sacremoses", "sentencepiece", "safetensors")
