@@ -259,16 +259,13 @@ def wait_for_text(page, text: str, timeout: float = 120_000) -> None:
 
 def click_point(page, chart_index: int, trace_index: int, point_index: int) -> None:
     """Click a scatter point of a chart at the pixel plotly.js drew it (read from the axes), and
-    wait for the run the selection starts."""
-    box = page.evaluate(
-        """([c, t, p]) => {
-            const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[c];
-            gd.scrollIntoView({block: 'center', behavior: 'instant'});
-            const trace = gd._fullData[t], L = gd._fullLayout;
-            const xa = L[(trace.xaxis || 'x').replace('x', 'xaxis')], ya = L[(trace.yaxis || 'y').replace('y', 'yaxis')];
-            const r = gd.getBoundingClientRect();
-            return {x: r.left + xa._offset + xa.l2p(trace.x[p]), y: r.top + ya._offset + ya.l2p(trace.y[p])};
-        }""", [chart_index, trace_index, point_index])
+    wait for the run the selection starts.
+
+    The point's pixel is read only once the page has stopped moving: after a run, charts above
+    this one may still be drawn (lazily, at their final height) and push it down, and a click
+    computed before that lands beside the point, selects nothing and starts no run. The mouse
+    first hovers the pixel, and plotly.js must report that very point under it before the click."""
+    wait_charts_drawn(page, chart_index + 1)
     # plotly.js counts a press within doubleClickDelay (500 ms) of the chart's last click as a
     # double click, on which Streamlit clears the selection: a second, unasked-for rerun. Two quick
     # clicks on a warm server came 486 ms apart; a person's second click is another single click.
@@ -276,7 +273,28 @@ def click_point(page, chart_index: int, trace_index: int, point_index: int) -> N
         """(c) => { const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[c];
                     return Date.now() - (gd._mouseDownTime || 0) > gd._context.doubleClickDelay; }""",
         arg=chart_index, timeout=10_000)
+    page.evaluate("""(c) => document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[c]
+                             .scrollIntoView({block: 'center', behavior: 'instant'})""", chart_index)
+    # the point's pixel, the same over three polls 100 ms apart: nothing above it is still moving
+    box = page.wait_for_function(
+        """([c, t, p]) => {
+            const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[c];
+            const trace = gd._fullData[t], L = gd._fullLayout;
+            const xa = L[(trace.xaxis || 'x').replace('x', 'xaxis')], ya = L[(trace.yaxis || 'y').replace('y', 'yaxis')];
+            const r = gd.getBoundingClientRect();
+            const at = {x: r.left + xa._offset + xa.l2p(trace.x[p]), y: r.top + ya._offset + ya.l2p(trace.y[p])};
+            const seen = window.__atlasPointSeen || [];
+            window.__atlasPointSeen = [...seen.slice(-2), `${c},${t},${p}:${at.x.toFixed(1)},${at.y.toFixed(1)}`];
+            const same = window.__atlasPointSeen.length === 3 && new Set(window.__atlasPointSeen).size === 1;
+            if (same) window.__atlasPointSeen = [];
+            return same ? at : null;
+        }""", arg=[chart_index, trace_index, point_index], polling=100, timeout=30_000).json_value()
     page.mouse.move(box["x"], box["y"])
+    page.wait_for_function(
+        """([c, t, p]) => {
+            const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[c];
+            return (gd._hoverdata || []).some(d => d.curveNumber === t && d.pointNumber === p);
+        }""", arg=[chart_index, trace_index, point_index], timeout=10_000)
     with script_run(page):          # a selection sends one rerun
         page.mouse.click(box["x"], box["y"])
 

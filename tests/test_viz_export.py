@@ -119,6 +119,40 @@ def test_presenter_figure_enlarges_fonts_without_touching_the_original():
     assert cells.data[0].textfont.size == 16, "cell numbers grow with the rest on a projector"
 
 
+def test_sessions_copying_one_figure_at_once_all_get_it():
+    """Presenter and phone copies of one shared figure, made by many sessions' threads at once:
+    go.Figure(fig) pops and restores each source trace's "type" as it copies, and 12 of 16 such
+    threads failed ("Scatter: 'colorbar'"). The copies only read the figure now, and equal a
+    copy made alone."""
+    import threading
+
+    from viz import phone_figure
+    tokens = [f"▁w{i}" for i in range(12)]
+    fig = attention_heatmap(softmax_rows((12, 12)), tokens, tokens, "t", height=400)
+    before = fig.to_plotly_json()
+    alone = {"slide": presenter_figure(fig, max_height=480).to_json(), "phone": phone_figure(fig).to_json()}
+    failures, copies = [], []
+    start = threading.Barrier(16)
+
+    def copy_many(index: int) -> None:
+        start.wait()
+        try:
+            for _ in range(4):
+                copies.append(("slide", presenter_figure(fig, max_height=480).to_json()) if index % 2 else
+                              ("phone", phone_figure(fig).to_json()))
+        except Exception as exc:          # noqa: BLE001 - counted and shown below
+            failures.append(f"{type(exc).__name__}: {str(exc)[:120]}")
+
+    threads = [threading.Thread(target=copy_many, args=(i,)) for i in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == [] and len(copies) == 64
+    assert all(text == alone[kind] for kind, text in copies)
+    assert fig.to_plotly_json() == before, "the source figure is unchanged"
+
+
 def test_position_bias_figure_shows_the_bias_and_checks_tokens():
     from viz import position_bias_figure
     bias = np.arange(9, dtype=np.float32).reshape(3, 3) - 4.0

@@ -291,6 +291,34 @@ def test_phones_share_one_refit_copy_of_a_shared_figure():
     assert type(phone_version(plain, make)) is go.Figure
 
 
+def test_a_rooms_followers_share_one_slide_of_a_shared_figure():
+    """Presenter mode (a room's followers): the slide of a shared figure is refit once per slide
+    height, equal to the slide made for it alone; the shared figure stays as it was."""
+    import numpy as np
+    import plotly.io
+
+    from atlas_ui.ui.common import slide
+    from atlas_ui.ui.figures import FigureCache, SharedFigure, presenter_version
+    from functools import partial
+    from viz import attention_heatmap
+
+    made = []
+    build = lambda: attention_heatmap(np.full((6, 7), 0.1), list("abcdef"), list("tuvwxyz"), "t")  # noqa: E731
+    shared = FigureCache(4).get(("heatmap",), build)
+    before = plotly.io.to_json(shared, validate=False)
+    make = lambda height: lambda fig: made.append(height) or slide(fig, max_height=height)       # noqa: E731
+    first, again = presenter_version(shared, 480, make(480)), presenter_version(shared, 480, make(480))
+    assert first is again and made == [480] and isinstance(first, SharedFigure)
+    other = presenter_version(shared, 440, make(440))
+    assert other is not first and made == [480, 440]
+    assert first.layout.font.size == 18 and first.layout.height >= 470
+    assert plotly.io.to_json(first, validate=False) == plotly.io.to_json(slide(build(), max_height=480), validate=False)
+    assert plotly.io.to_json(shared, validate=False) == before
+    plain = build()
+    assert presenter_version(plain, 480, partial(slide, max_height=480)) is not \
+        presenter_version(plain, 480, partial(slide, max_height=480))
+
+
 def test_a_crowd_asking_for_one_figure_builds_it_once():
     import threading
 

@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 
 from ._base import COLORBAR_AT_EDGE, MAIN_WIDTH, check_attention, matrix_margins, text_width
 from ._cell_text import FITTED_TEXT
+from ._figure import copy_figure
 from ._ticks import kept_values, thinned_ticks
 
 DEFAULT_FILENAME = "attention-atlas"
@@ -51,7 +52,7 @@ def presenter_figure(fig: go.Figure, font_size: int = 18, max_height: int | None
     `max_height` (the room a slide has; None: no limit), and past that labels every k-th row.
     A colour bar too short for its numbers or words gets the same treatment. A figure taller
     than `max_height` is drawn that tall."""
-    big = go.Figure(fig)
+    big = copy_figure(fig)
     original = {side: getattr(big.layout.margin, side) for side in ("l", "r", "b")}
     big.update_layout(font=dict(size=font_size), title_font=dict(size=font_size + 4))
     big.update_xaxes(tickfont=dict(size=font_size - 2), title_font=dict(size=font_size))

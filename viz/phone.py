@@ -15,6 +15,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from ._base import matrix_margins, text_width, title_room
+from ._figure import copy_figure
 from .export import colorbars, drop_crowded_text, fit_ticks, matrix_like, plot_size, right_label_room, unit_px
 
 PHONE_WIDTH = 358              # a 390 px phone's chart: the window less the page's 16 px sides
@@ -173,7 +174,7 @@ def _room_for_upright_labels(fig: go.Figure) -> None:
 
 def phone_figure(fig: go.Figure, width: float = PHONE_WIDTH) -> go.Figure:
     """A copy of `fig` for a phone's `width` px: see the module's docstring."""
-    small = go.Figure(fig)
+    small = copy_figure(fig)
     meta = small.layout.meta if isinstance(small.layout.meta, dict) else {}
     small.update_layout(meta={**meta, "width": width})
     had_bar = False

@@ -3,6 +3,7 @@ decoding-step navigator."""
 from __future__ import annotations
 
 import re
+from functools import partial
 from dataclasses import dataclass
 
 import numpy as np
@@ -14,7 +15,7 @@ from viz.heatmaps import visible_positions
 from viz.words import merge_attention
 
 from . import state
-from .figures import figure_cache, phone_version
+from .figures import figure_cache, phone_version, presenter_version
 from ..server.settings import FIGURE_CACHE_ENTRIES, KIND_LABELS, KINDS
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")     # every ASCII punctuation character
@@ -37,9 +38,10 @@ WEIGHT_CHOICES = {False: "raw α", True: "‖α·f(x)‖"}
 
 def escape_md(text: str, limit: int = 300) -> str:
     """Text that st.markdown/st.warning show literally (no HTML, Markdown or Streamlit directives)."""
-    text = "".join(ch if ch.isprintable() or ch == " " else "\N{REPLACEMENT CHARACTER}" for ch in str(text))
-    if len(text) > limit:
+    text = str(text)
+    if len(text) > limit:                 # first: an error's message can be thousands of characters
         text = text[:limit] + "…"
+    text = "".join(ch if ch.isprintable() or ch == " " else "\N{REPLACEMENT CHARACTER}" for ch in text)
     return _MD_SPECIAL.sub(r"\\\1", text)     # CommonMark: a backslash makes punctuation literal
 
 
@@ -59,16 +61,23 @@ def chart(fig, key: str, max_height: int = PRESENTER_MAX_HEIGHT, **kwargs):
     image_format = state.kept("image_format", "png")
     config = PLOTLY_CONFIG if image_format == "png" else svg_config()
     if state.kept("presenter", False):
-        fig = presenter_figure(fig, max_height=max_height)
-        height, lowest = fig.layout.height, min(PRESENTER_MIN_HEIGHT, max_height)
-        if height is not None and PRESENTER_MAIN_FROM <= height < lowest:
-            fig.update_layout(height=lowest)      # a copy already: the slide's picture
+        fig = presenter_version(fig, max_height, partial(slide, max_height=max_height))
     elif on_a_phone():
         fig = phone_version(fig, phone_figure)
         # a touch screen has no hover, so plotly.js keeps its tool bar up for good, over the chart's
         # title on a 390-px screen; Streamlit's own full-screen button stays
         config = {**config, "displayModeBar": False}
     return st.plotly_chart(fig, key=key, config=config, theme=None, width="stretch", **kwargs)
+
+
+def slide(fig, max_height: int):
+    """The figure as presenter mode draws it: large type, at most `max_height` px tall, a main chart
+    at least PRESENTER_MIN_HEIGHT."""
+    fig = presenter_figure(fig, max_height=max_height)
+    height, lowest = fig.layout.height, min(PRESENTER_MIN_HEIGHT, max_height)
+    if height is not None and PRESENTER_MAIN_FROM <= height < lowest:
+        fig.update_layout(height=lowest)      # a copy already: the slide's picture
+    return fig
 
 
 def on_a_phone() -> bool:

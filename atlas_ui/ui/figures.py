@@ -56,6 +56,20 @@ def phone_version(fig: go.Figure, make) -> go.Figure:
     return small
 
 
+def presenter_version(fig: go.Figure, max_height: int, make) -> go.Figure:
+    """`make(fig)` (the slide's copy: viz.presenter_figure), made once per shared figure and slide
+    height: a room's followers all draw the presenter's slide, and refitting every label of the same
+    figure again for each of them was most of a follower's run."""
+    if not isinstance(fig, SharedFigure):
+        return make(fig)
+    slides = fig.__dict__.setdefault("_slides", {})
+    slide = slides.get(max_height)
+    if slide is None:                # two sessions may both make it: the same figure either way
+        slide = SharedFigure.adopt(make(fig))
+        slides[max_height] = slide
+    return slide
+
+
 _to_json = plotly.io.to_json
 
 

@@ -63,9 +63,15 @@ def put(key: str, value) -> None:
     st.session_state[STORE + key] = value
 
 
+_MISSING = object()
+
+
 def kept(key: str, default=None):
-    """The last value of a widget, drawn in this run or not."""
-    return st.session_state.get(key, st.session_state.get(STORE + key, default))
+    """The last value of a widget, drawn in this run or not (a Session State read is not free:
+    the kept copy is read only when the widget's own value is not there)."""
+    state = st.session_state
+    value = state.get(key, _MISSING)
+    return state.get(STORE + key, default) if value is _MISSING else value
 
 
 def _choice(widget, label: str, options, key: str, default=None, **kwargs):
@@ -121,7 +127,8 @@ def pills(label: str, options, key: str, default: list | None = None, **kwargs) 
 def ablated_heads() -> list:
     """Every (kind, layer, head) ticked in the ablation view, drawn in this run or not, sorted."""
     heads = set()
-    for key in set(st.session_state) | {k[len(STORE):] for k in st.session_state if str(k).startswith(STORE)}:
+    keys = [str(k) for k in st.session_state]           # one pass: each lists the whole state
+    for key in set(keys) | {k[len(STORE):] for k in keys if k.startswith(STORE)}:
         key = str(key)
         if not key.startswith(ABLATE_PREFIX):
             continue

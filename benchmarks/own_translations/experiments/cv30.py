@@ -47,6 +47,7 @@ CONFIGS = {
     "h_w5": (FREE_OUTPUT_FEATURES, None, 0.075, ff.FREE_BUDGETS, "hard", {"ERROR_WEIGHT": 0.5}),
 }
 REPEATS = int(__import__('os').environ.get('CV_REPEATS_OUTER', 2))
+N_PAIRS = 500                # the fit pairs the folds are drawn over (cv31.py: 800)
 
 
 def extend(cases, feats, shift=0):
@@ -91,7 +92,7 @@ def run(m, name, cases, feats, swapped, special, repeats=REPEATS, log=None):
     tables, chosen = [], []
     try:
         for r in range(repeats):
-            fold = np.random.RandomState(100 + r).permutation(500)[pairs] % 5
+            fold = np.random.RandomState(100 + r).permutation(N_PAIRS)[pairs] % 5
             diags = [None] * len(cases)
             swap_scores = [None] * len(cases)
             for k in range(5):

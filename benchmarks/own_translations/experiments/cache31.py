@@ -1,0 +1,32 @@
+"""Session 30's round: free features of today's code for the labelled own translations of val 0-799 and, for the sentence model,
+each source with the next case's output (runs/s30/ownfeats800.{m}.pkl). Reads no label row with val >= 800."""
+import pickle
+import sys
+import time
+
+import torch
+
+from transformer import Translator
+from transformer.diagnosis import fit_free as ff
+from transformer.diagnosis.own import own_cases
+from transformer.diagnosis.reverse import reverse_for
+from transformer.diagnosis.signals import make_item
+from transformer.training.data import read_split
+
+torch.set_num_threads(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+m = sys.argv[1]
+t = time.time()
+tr = Translator.load(f"pretrained/{m}")
+rev = reverse_for(tr)
+src = read_split("../shared/data/multi30k", "val", tr.source_lang)
+cases = own_cases(tr, src, m, 0, 800)
+assert max(c.pair for c in cases) < 800
+feats = ff.featurise(tr, rev, [c.item for c in cases])
+others = []
+for n, c in enumerate(cases):
+    item = make_item(tr, c.source, cases[(n + 1) % len(cases)].output)
+    item.free = True
+    others.append(item)
+swapped = ff.featurise(tr, rev, others)
+pickle.dump((cases, feats, swapped), open(f"runs/s30/ownfeats800.{m}.pkl", "wb"))
+print(m, len(cases), f"{time.time() - t:.0f}s")
