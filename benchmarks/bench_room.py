@@ -1,6 +1,6 @@
 """Follow the speaker at scale (issue 52): one room, 100 followers, 20 moves of the presenter.
 
-    python benchmarks/bench_room.py [--followers 100] [--moves 20] [--turns 3] [--idle 10]
+    python benchmarks/bench_room.py [--followers 100] [--moves 20] [--turns 3] [--idle 10] [--processes 1]
 
 The presenter and every follower are tabs over Streamlit's websocket protocol (serving/room_clients.py):
 the presenter opens the app in presenter mode, starts a room from its Share popover and then uses
@@ -23,6 +23,10 @@ fallback fragment (ATLAS_ROOM_FALLBACK_S) reruns on its timer. Measured, with th
    they left (twice: a second audience joins, follows the moves and leaves; flat = the second
    audience leaves the process within a few MB of where the first left it).
 
+`--processes N` (N > 1): the app and the floor each as N processes behind serving.proxy's nginx, the
+rooms in a folder they share (ATLAS_ROOM_DIR), so the followers spread over the processes by their own
+route cookies. CPU and RSS are then summed over the N processes.
+
 Goals (issue 52): p95 from a move to a follower's chart <= 1.5 s; joining p95 <= 3x the floor's.
 """
 from __future__ import annotations
@@ -40,6 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from serving.client import crowd, open_link, percentile  # noqa: E402
+from serving.proxy import ProxiedApp  # noqa: E402
 from serving.room_clients import Move, Presenter, join, play  # noqa: E402
 from serving.servers import AppServer, cpu_seconds, rss_mb, settle  # noqa: E402
 
@@ -53,6 +58,29 @@ MOVES = [Move("head", "3"), Move("head", "5"), Move("layer", "2"), Move("kind", 
          Move("view", "Overview"), Move("kind", "Cross-attention"), Move("view", "Head summary"),
          Move("view", "Rollout"), Move("view", "Heatmap"), Move("head", "4"), Move("layer", "1"),
          Move("head", "7")]
+
+
+class Served:
+    """One app server, or N behind serving.proxy (rooms shared): `.url` and `.pids`."""
+
+    def __init__(self, app: str, processes: int):
+        self.server = AppServer(app) if processes == 1 else ProxiedApp(processes, app=app)
+        self.app = app
+
+    def __enter__(self) -> "Served":
+        self.server.__enter__()
+        self.url = self.server.url
+        self.pids = [self.server.process.pid] if isinstance(self.server, AppServer) else self.server.pids()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.__exit__(*exc)
+
+    def cpu(self) -> float:
+        return sum(cpu_seconds(pid) for pid in self.pids)
+
+    def rss(self) -> float:
+        return sum(rss_mb(pid) for pid in self.pids)
 
 
 def stats(values: list[float]) -> str:
@@ -77,7 +105,7 @@ async def floor_crowd(url: str, n: int) -> tuple[list[float], int]:
 
 async def joining(app, floor, room: str, n: int, turns: int) -> list[float]:
     """The room link against the floor, `turns` crowds of n each; the per-turn p95 ratios."""
-    both, ratios = [app.process.pid, floor.process.pid], []
+    both, ratios = app.pids + floor.pids, []
     for turn in range(1, turns + 1):
         order = ("room", "floor") if turn % 2 else ("floor", "room")
         got = {}
@@ -95,14 +123,13 @@ async def joining(app, floor, room: str, n: int, turns: int) -> list[float]:
 async def audience(app, presenter: Presenter, room: str, n: int, moves: list[Move], idle: float,
                    rng: random.Random) -> dict:
     """N followers join and stay: the server's CPU while nobody moves, then the moves; they leave."""
-    pid = app.process.pid
     followers = await join(app.url, urlencode({"room": room}), n)
     failed = [t for t in followers if t.errors or t.first_chart is None]
     await asyncio.sleep(2.0)                      # the last arrivals' first polls
     http_polls, fragment_polls = sum(t.http_polls for t in followers), sum(t.polls for t in followers)
-    cpu, started, client = cpu_seconds(pid), time.perf_counter(), time.process_time()
+    cpu, started, client = app.cpu(), time.perf_counter(), time.process_time()
     await asyncio.sleep(idle)
-    idle_cpu, idle_wall = cpu_seconds(pid) - cpu, time.perf_counter() - started
+    idle_cpu, idle_wall = app.cpu() - cpu, time.perf_counter() - started
     polls = (sum(t.http_polls for t in followers) - http_polls, sum(t.polls for t in followers) - fragment_polls)
     idle_client = (time.process_time() - client) / idle_wall
     client, started = time.process_time(), time.perf_counter()
@@ -112,7 +139,7 @@ async def audience(app, presenter: Presenter, room: str, n: int, moves: list[Mov
     except (TimeoutError, ConnectionError) as exc:      # a server too busy to answer: say so, keep the rest
         failure = f"the presenter's move {len(results) + 1} failed: {exc}"
     moves_client = (time.process_time() - client) / (time.perf_counter() - started)
-    during = rss_mb(pid)
+    during = app.rss()
     errors = [e for t in followers for e in t.errors]
     triggers = sum(t.triggers for t in followers)
     await asyncio.gather(*(t.close() for t in followers))
@@ -138,17 +165,19 @@ async def presenter_tab(url: str) -> tuple[Presenter, str]:
 
 async def measure(args) -> None:
     n, moves, rng = args.followers, MOVES[:args.moves], random.Random(args.seed)
-    with AppServer("app.py") as app, AppServer("serving/floor_app.py") as floor:
+    with Served("app.py", args.processes) as app, Served("serving/floor_app.py", args.processes) as floor:
         for server in (app, floor):
             if not (await open_link(server.url, urlencode(LINK))).ok:
                 raise SystemExit(f"warm-up session failed on {server.app}")
         presenter, room = await presenter_tab(app.url)     # it stays open through every phase
-        pid = app.process.pid
-        await asyncio.to_thread(settle, [pid])
-        cpu, started = cpu_seconds(pid), time.perf_counter()
+        pids = app.pids
+        await asyncio.to_thread(settle, pids)
+        cpu, started = app.cpu(), time.perf_counter()
         await asyncio.sleep(args.idle)
-        alone = (cpu_seconds(pid) - cpu) / (time.perf_counter() - started)
-        rss_before = rss_mb(pid)
+        alone = (app.cpu() - cpu) / (time.perf_counter() - started)
+        rss_before = app.rss()
+        if args.processes > 1:
+            print(f"{args.processes} app processes behind nginx, rooms shared (ATLAS_ROOM_DIR); CPU and RSS summed")
         print(f"Room started; the server with the presenter alone: {alone * 1000:.1f} ms CPU per s; "
               f"RSS {rss_before:.0f} MB")
         print(f"\n1. Joining: {n} tabs open the room link / {n} open the floor, {args.turns} turns")
@@ -157,7 +186,7 @@ async def measure(args) -> None:
               f"(min {min(ratios):.2f}x, max {max(ratios):.2f}x; goal <= 3x)")
         rounds, rss_after = [], []
         for round_no in (1, 2):
-            await asyncio.to_thread(settle, [pid])
+            await asyncio.to_thread(settle, pids)
             print(f"\n{round_no + 1}. Audience {round_no}: {n} followers join and stay; {args.idle:.0f} s idle, "
                   f"then {len(moves)} moves")
             if rounds and rounds[-1]["failure"]:           # the room is not back where the moves start
@@ -183,8 +212,8 @@ async def measure(args) -> None:
                   f"(goal p95 <= 1.5 s); missed {missed}, wrong state {wrong}, reruns the pollers asked for "
                   f"{got['triggers']}, errors {len(got['errors'])}"
                   + (f" ({got['errors'][0]})" if got["errors"] else ""), flush=True)
-            await asyncio.to_thread(settle, [pid])
-            rss_after.append(rss_mb(pid))
+            await asyncio.to_thread(settle, pids)
+            rss_after.append(app.rss())
             rounds.append(dict(got, delays=delays))
             print(f"  RSS: before {rss_before:.0f} MB, with {n} followers after the moves {got['rss_during']:.0f} MB, "
                   f"after they left {rss_after[-1]:.0f} MB")
@@ -206,6 +235,8 @@ def main(argv=None) -> None:
     parser.add_argument("--turns", type=int, default=3, help="joining crowds of each server")
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of the idle measurement")
     parser.add_argument("--seed", type=int, default=52)
+    parser.add_argument("--processes", type=int, default=1,
+                        help="app (and floor) processes behind serving.proxy, rooms shared")
     asyncio.run(measure(parser.parse_args(argv)))
 
 

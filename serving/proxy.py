@@ -4,9 +4,10 @@ Streamlit is one process bound by the GIL; N processes behind a reverse proxy se
 script runs. A session must stay on one process: its websocket does (one connection), and the page
 and its later requests follow a cookie. Open-source nginx has no `sticky` directive, so the
 upstream is chosen by `hash $route consistent`, where $route is the `atlas_route` cookie, or a new
-random request id that the response then sets as that cookie. A room's link (`?room=...&route=R`)
-names the route of the process that owns the room, which then wins over the cookie, so the room's
-followers reach the process that holds it (rooms live in one process's memory).
+random request id that the response then sets as that cookie. Rooms (issue 52) live in a folder
+every process reads (ATLAS_ROOM_DIR, set here), so a room's followers spread over the processes by
+their own cookies. With `shared_rooms=False` a room lives in its presenter's process: its link
+(`?room=...&route=R`) names that process's route, which then wins over the cookie.
 
     python -m serving.proxy --processes 2 --port 8501      # app processes on 8601, 8602, ...
 
@@ -20,6 +21,8 @@ import signal
 import subprocess
 import tempfile
 from pathlib import Path
+
+from atlas_ui.server.rooms import ROOM_DIR_ENV
 
 from .servers import AppServer, free_port, wait_healthy
 
@@ -96,10 +99,15 @@ class ProxiedApp:
     """`processes` app servers and nginx in front of them, as a context manager (`.url`, `.pids()`)."""
 
     def __init__(self, processes: int = 2, port: int | None = None, app: str = "app.py",
-                 extra_args: tuple = (), env: dict | None = None, log_dir: Path | None = None):
+                 extra_args: tuple = (), env: dict | None = None, log_dir: Path | None = None,
+                 shared_rooms: bool = True):
         self.processes, self.port, self.app = processes, port or free_port(), app
-        self.extra_args, self.env = extra_args, env
         self.prefix = Path(tempfile.mkdtemp(prefix="atlas-nginx-"))
+        # rooms in a folder every process reads: a room's followers spread over the processes
+        # (atlas_ui/server/rooms_shared.py); without it, a room lives in its presenter's process
+        # and its link's route brings every follower there
+        rooms = {ROOM_DIR_ENV: str(self.prefix / "rooms")} if shared_rooms else {}
+        self.extra_args, self.env = extra_args, {**rooms, **(env or {})}
         self.log_dir = log_dir or self.prefix
         self.servers: list[AppServer] = []
         self.nginx: subprocess.Popen | None = None

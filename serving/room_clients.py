@@ -403,11 +403,14 @@ class MoveResult:
         return sum(at is None for at in self.arrived)
 
 
-async def join(base_url: str, query: str, count: int, timeout: float = 120.0, poller: bool = True) -> list[Tab]:
+async def join(base_url: str, query: str, count: int, timeout: float = 120.0, poller: bool = True,
+               cookies: list[str] | None = None) -> list[Tab]:
     """`count` tabs open `query` at once (an audience opening a link); returns them once each has
     drawn a chart, or timed out (its errors say so). They stay open. `poller`: False for pages
-    whose poller never runs (they follow by the fallback fragment only)."""
-    tabs = [Tab(base_url, query, poller=poller) for _ in range(count)]
+    whose poller never runs (they follow by the fallback fragment only). `cookies`: each tab's
+    serving.proxy route cookie, in turn (None: what the proxy gives it)."""
+    tabs = [Tab(base_url, query, poller=poller, cookie=cookies[n % len(cookies)] if cookies else None)
+            for n in range(count)]
 
     async def arrive(tab: Tab) -> None:
         try:

@@ -147,3 +147,27 @@ def test_a_wrong_key_follows_and_never_drives():
     assert any("does not drive this room" in w.value for w in at.warning)
     assert following(at) and "key" not in url(at) and url(at)["view"] == "Heatmap"
     assert rooms().version(room_id) == version
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_the_room_link_names_the_owners_route_only_when_rooms_live_in_one_process(shared, monkeypatch, tmp_path):
+    """Behind serving.proxy: rooms in one process's memory need the route to the owner in the link;
+    rooms in a shared folder (ATLAS_ROOM_DIR) need none, and the followers spread over the processes."""
+    from atlas_ui.page import room as room_page
+    from atlas_ui.server import rooms as rooms_module
+    from atlas_ui.server.rooms_shared import SharedRoomStore
+    route = "0123456789abcdef" * 2
+    monkeypatch.setattr(room_page, "route", lambda: route)            # the proxy's cookie on this tab
+    monkeypatch.setattr(rooms_module, "_store", SharedRoomStore(tmp_path) if shared else None)
+    try:
+        at, room_id, link = started_room()
+        assert rooms().shared is shared
+        fields = parse_qs(urlparse(link).query)
+        assert fields["room"] == [room_id] and "key" not in fields
+        assert fields.get("route") == (None if shared else [route])
+        if shared:
+            assert (tmp_path / f"{room_id}.json").exists()
+        watcher = follower(link)
+        assert following(watcher) and polls_its_room(watcher, room_id)
+    finally:
+        monkeypatch.setattr(rooms_module, "_store", None)

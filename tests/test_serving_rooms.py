@@ -1,6 +1,9 @@
-"""Rooms behind serving.proxy (issue 52): a room lives in one process's memory, and its link names
-that process's route, so nginx sends every follower there; the follower's own cookie then follows,
-and so do its page's polls of the room's version route (same origin, same cookie)."""
+"""Rooms behind serving.proxy (issue 52). By default the rooms live in a folder every process reads
+(ATLAS_ROOM_DIR): a room's followers spread over the processes by their own cookies, and each
+follows from whichever process it reached. With shared_rooms=False a room lives in one process's
+memory, and its link names that process's route, so nginx sends every follower there; the
+follower's own cookie then follows, and so do its page's polls of the room's version route (same
+origin, same cookie)."""
 from __future__ import annotations
 
 import json
@@ -90,7 +93,8 @@ async def proxied_room(url: str, route: str):
 @NEEDS_NGINX
 def test_a_followers_version_polls_reach_the_rooms_process_through_the_proxy(tmp_path):
     # the fallback fragment never fires: the move must come through the pollers' requests
-    with ProxiedApp(processes=2, log_dir=tmp_path, env={"ATLAS_ROOM_FALLBACK_S": "3600"}) as proxy:
+    with ProxiedApp(processes=2, log_dir=tmp_path, env={"ATLAS_ROOM_FALLBACK_S": "3600"},
+                    shared_rooms=False) as proxy:
         health, routes = f"{proxy.url}/_stcore/health", {}
         for _ in range(40):                                   # a route to each process
             route = secrets.token_hex(16)
@@ -108,3 +112,42 @@ def test_a_followers_version_polls_reach_the_rooms_process_through_the_proxy(tmp
         assert (status, served_by, body) == (200, owner, {"version": 2})
         # the other process holds no such room: the cookie is what brings a poll to the right one
         assert version_through(proxy.url, room, other_route) == (404, other, {"error": "no such room"})
+
+
+async def spread_room(url: str, presenter_route: str, follower_routes: list[str]):
+    """A presenter starts a room; four followers open its link (no route: rooms are shared), their
+    cookies sending them to both processes in turn, and follow two moves through their pollers."""
+    presenter = await Presenter(url, urlencode(LINK), cookie=presenter_route).open()
+    try:
+        room = await presenter.start_room()
+        followers = await join(url, urlencode({"room": room}), 4, cookies=follower_routes)
+        try:
+            results = await play(presenter, followers, MOVES[:2], gap=lambda: 0.6, timeout=60)
+        finally:
+            for follower in followers:
+                await follower.close()
+        return presenter, room, followers, results
+    finally:
+        await presenter.close()
+
+
+@pytest.mark.slow
+@NEEDS_NGINX
+def test_with_shared_rooms_the_followers_of_one_room_spread_over_the_processes(tmp_path):
+    with ProxiedApp(processes=2, log_dir=tmp_path, env={"ATLAS_ROOM_FALLBACK_S": "3600"}) as proxy:
+        health, routes = f"{proxy.url}/_stcore/health", {}
+        for _ in range(40):                                   # a route to each process
+            route = secrets.token_hex(16)
+            routes.setdefault(upstream(health, route)[0], route)
+            if len(routes) == 2:
+                break
+        (first, first_route), (second, second_route) = routes.items()
+        presenter, room, followers, results = drive(spread_room(proxy.url, first_route, [first_route, second_route]))
+        assert not presenter.errors and [(r.missed, r.wrong) for r in results] == [(0, 0), (0, 0)], results
+        assert sorted(f.cookie for f in followers) == sorted([first_route, second_route] * 2)
+        for follower in followers:
+            assert not follower.errors and follower.http_polls >= 1 and follower.triggers >= 2 and follower.polls == 0
+        # both processes answer the room's version: the one that holds the presenter and the other
+        assert version_through(proxy.url, room, first_route)[:3] == (200, first, {"version": 3})
+        assert version_through(proxy.url, room, second_route)[:3] == (200, second, {"version": 3})
+        assert sorted(p.name for p in (proxy.prefix / "rooms").glob("*.json")) == [f"{room}.json"]

@@ -288,9 +288,12 @@ def route() -> str | None:
 
 
 def room_link(room_id: str) -> str:
-    """The link the room opens: the room id and, behind serving.proxy, the route to the process
-    that owns the room (nginx hashes it as it hashes the route cookie). Never the key."""
-    return markdown_safe_url(share_url(st.context.url, {"room": room_id, "route": route()}))
+    """The link the room opens: the room id and, behind serving.proxy with rooms in one process's
+    memory, the route to the process that owns the room (nginx hashes it as it hashes the route
+    cookie). Rooms in a shared folder (ATLAS_ROOM_DIR) need no route: any process serves a follower,
+    so the followers spread over them. Never the key."""
+    owner = None if rooms().shared else route()
+    return markdown_safe_url(share_url(st.context.url, {"room": room_id, "route": owner}))
 
 
 def _start() -> None:

@@ -31,6 +31,7 @@ FOLLOWER_SEEN_S = 10.0            # a follower counts as present this long after
 # Follower ids now come from anyone who has the room's link (the version route's ?me=): a room
 # remembers at most this many, the ones gone forgotten first, so made-up ids cannot grow it for ever.
 MAX_FOLLOWERS = 5000
+ROOM_DIR_ENV = "ATLAS_ROOM_DIR"     # a folder every app process can write: the rooms are shared
 
 
 class RoomClosed(LookupError):
@@ -76,7 +77,13 @@ class Room:
 
 
 class RoomStore:
-    """Every room of this process. Thread-safe: each session's script run is a thread."""
+    """Every room of this process. Thread-safe: each session's script run is a thread.
+
+    The rooms live in this process's memory; SharedRoomStore keeps them in a folder instead, for
+    several processes. Both go through _load / _save / _remove / _rooms_now, and the followers'
+    presence through _seen / following."""
+
+    shared = False                    # True: every app process sees these rooms (no route needed)
 
     def __init__(self, idle_s: float | None = None, max_rooms: int = DEFAULT_MAX_ROOMS, clock=time.monotonic):
         self.idle_s = idle_seconds() if idle_s is None else idle_s
@@ -84,19 +91,28 @@ class RoomStore:
         self._rooms: dict[str, Room] = {}
         self._lock = threading.Lock()
 
-    def _expire(self, now: float) -> None:
-        for room_id in [r for r, room in self._rooms.items() if now - room.touched > self.idle_s]:
-            del self._rooms[room_id]
-
-    def _room(self, room_id: str, now: float) -> Room:
+    # storage: a dict of this process (SharedRoomStore: files)
+    def _load(self, room_id: str, now: float) -> Room:
         room = self._rooms.get(room_id) if valid_id(room_id) else None
         if room is None or now - room.touched > self.idle_s:
             self._rooms.pop(room_id, None)
             raise RoomClosed(room_id)
         return room
 
+    def _save(self, room_id: str, room: Room) -> None:
+        self._rooms[room_id] = room
+
+    def _remove(self, room_id: str) -> None:
+        self._rooms.pop(room_id, None)
+
+    def _rooms_now(self, now: float) -> dict[str, float]:
+        """room id -> last touched, of every room not expired (the expired ones are removed)."""
+        for room_id in [r for r, room in self._rooms.items() if now - room.touched > self.idle_s]:
+            del self._rooms[room_id]
+        return {room_id: room.touched for room_id, room in self._rooms.items()}
+
     def _presenter_room(self, room_id: str, key: str, now: float) -> Room:
-        room = self._room(room_id, now)
+        room = self._load(room_id, now)
         if not isinstance(key, str) or not hmac.compare_digest(room.key_digest, _digest(key)):
             raise NotPresenter(room_id)
         return room
@@ -106,11 +122,10 @@ class RoomStore:
         room_id, key = secrets.token_urlsafe(ID_BYTES), secrets.token_urlsafe(KEY_BYTES)
         with self._lock:
             now = self._clock()
-            self._expire(now)
-            while len(self._rooms) >= self.max_rooms:
-                oldest = min(self._rooms, key=lambda r: self._rooms[r].touched)
-                del self._rooms[oldest]
-            self._rooms[room_id] = Room(_digest(key), dict(params), touched=now)
+            touched = self._rooms_now(now)
+            for oldest in sorted(touched, key=touched.get)[:max(0, len(touched) - self.max_rooms + 1)]:
+                self._remove(oldest)
+            self._save(room_id, Room(_digest(key), dict(params), touched=now))
         return room_id, key
 
     def publish(self, room_id: str, key: str, params: dict) -> int:
@@ -122,21 +137,23 @@ class RoomStore:
             room.touched = now
             if params != room.params:
                 room.params, room.version = dict(params), room.version + 1
+            self._save(room_id, room)
             return room.version
 
     def touch(self, room_id: str, key: str) -> None:
         """The presenter is still there (a talk may stay on one view for long)."""
         with self._lock:
             now = self._clock()
-            self._presenter_room(room_id, key, now).touched = now
+            room = self._presenter_room(room_id, key, now)
+            room.touched = now
+            self._save(room_id, room)
 
     def end(self, room_id: str, key: str) -> None:
         with self._lock:
             self._presenter_room(room_id, key, self._clock())
-            del self._rooms[room_id]
+            self._remove(room_id)
 
-    @staticmethod
-    def _seen(room: Room, follower: str | None, now: float) -> None:
+    def _seen(self, room_id: str, room: Room, follower: str | None, now: float) -> None:
         if follower is None:
             return
         if follower not in room.followers and len(room.followers) >= MAX_FOLLOWERS:
@@ -149,30 +166,29 @@ class RoomStore:
         """The room's version, cheap enough for every follower's poll; records the follower as present."""
         with self._lock:
             now = self._clock()
-            room = self._room(room_id, now)
-            self._seen(room, follower, now)
+            room = self._load(room_id, now)
+            self._seen(room_id, room, follower, now)
             return room.version
 
     def read(self, room_id: str, follower: str | None = None) -> tuple[int, dict]:
         """(version, a copy of the presenter's fields)."""
         with self._lock:
             now = self._clock()
-            room = self._room(room_id, now)
-            self._seen(room, follower, now)
+            room = self._load(room_id, now)
+            self._seen(room_id, room, follower, now)
             return room.version, dict(room.params)
 
     def following(self, room_id: str) -> int:
         """How many followers polled within FOLLOWER_SEEN_S (the ones gone are forgotten)."""
         with self._lock:
             now = self._clock()
-            room = self._room(room_id, now)
+            room = self._load(room_id, now)
             room.followers = {f: t for f, t in room.followers.items() if now - t <= FOLLOWER_SEEN_S}
             return len(room.followers)
 
     def __len__(self) -> int:
         with self._lock:
-            self._expire(self._clock())
-            return len(self._rooms)
+            return len(self._rooms_now(self._clock()))
 
 
 _store: RoomStore | None = None
@@ -182,10 +198,16 @@ _store_lock = threading.Lock()
 def store() -> RoomStore:
     """This process's rooms: the one deliberate piece of state shared between sessions, and with
     the HTTP route that followers poll (a plain module global, not st.cache_resource: the route
-    runs outside any script run)."""
+    runs outside any script run). With ATLAS_ROOM_DIR set (serving.proxy sets it for its processes),
+    the rooms live in that folder, shared by every process (rooms_shared.SharedRoomStore)."""
     global _store
     if _store is None:
         with _store_lock:
             if _store is None:
-                _store = RoomStore()
+                folder = os.environ.get(ROOM_DIR_ENV, "").strip()
+                if folder:
+                    from .rooms_shared import SharedRoomStore
+                    _store = SharedRoomStore(folder)
+                else:
+                    _store = RoomStore()
     return _store

@@ -171,11 +171,11 @@ def seed(params: dict, extra_fields=(), replace: bool = False, keep=("presenter"
     state = st.session_state
     fields = {**URL_FIELDS, **{name: (key, parse) for name, key, parse in extra_fields}}
     if replace:
+        present = {str(k) for k in state}          # one listing: a Session State access is not free
         keys = ({key for key, _ in fields.values()} | {"decoding"}) - set(keep)
-        keys |= {str(k).removeprefix(STORE) for k in list(state) if str(k).removeprefix(STORE).startswith(ABLATE_PREFIX)}
-        for key in keys:
-            state.pop(key, None)
-            state.pop(STORE + key, None)
+        keys |= {k.removeprefix(STORE) for k in present if k.removeprefix(STORE).startswith(ABLATE_PREFIX)}
+        for name in present & (keys | {STORE + key for key in keys}):
+            del state[name]
         state[STORE + "decoding"] = "Greedy"
     for name, (key, parse) in fields.items():
         if name not in params or (replace and key in keep):
