@@ -22,8 +22,8 @@ from .signals import Item, is_punctuation, word_groups
 from .word_align import words
 
 LABELS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "own_translations"
-OWN_FIT = range(0, 500)       # fits the free lines (chosen by cross-validation within it)
-OWN_JUDGE = range(500, 800)   # judges them: labelled after the fit was frozen, never fitted on
+OWN_FIT = range(0, 800)       # fits the free lines (chosen by cross-validation within it)
+OWN_JUDGE = range(800, 1014)  # judges them: labelled after the fit was frozen, never fitted on
 SPECIAL_PIECES = {"</s>", "<s>", "<pad>", "<unk>"}
 
 
