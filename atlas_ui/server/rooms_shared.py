@@ -47,6 +47,20 @@ class SharedRoomStore(RoomStore):
         return self.folder / f"{room_id}.json"
 
     def _load(self, room_id: str, now: float) -> Room:
+        room = self._current(room_id, now)
+        # a copy: the caller may change it, and the cached one must stay what the file says
+        return Room(room.key_digest, dict(room.params), room.version, room.touched)
+
+    def version(self, room_id: str, follower: str | None = None) -> int:
+        """Every follower's poll: the file's stat, and the room read again only when it changed."""
+        with self._lock:
+            now = self._clock()
+            room = self._current(room_id, now)
+            self._seen(room_id, room, follower, now)
+            return room.version
+
+    def _current(self, room_id: str, now: float) -> Room:
+        """The room as its file says now (read again only when the file changed); not to be changed."""
         if not valid_id(room_id):
             raise RoomClosed(room_id)
         path = self._path(room_id)
@@ -67,8 +81,7 @@ class SharedRoomStore(RoomStore):
         if now - room.touched > self.idle_s:
             self._remove(room_id)
             raise RoomClosed(room_id)
-        # a copy: the caller may change it, and the cached one must stay what the file says
-        return Room(room.key_digest, dict(room.params), room.version, room.touched)
+        return room
 
     def _save(self, room_id: str, room: Room) -> None:
         path = self._path(room_id)
