@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from atlas_ui.server.rooms import ROOM_DIR_ENV
+from atlas_ui.server.room_store import ROOM_DIR_ENV
 
 from .servers import AppServer, free_port, wait_healthy
 
@@ -104,7 +104,7 @@ class ProxiedApp:
         self.processes, self.port, self.app = processes, port or free_port(), app
         self.prefix = Path(tempfile.mkdtemp(prefix="atlas-nginx-"))
         # rooms in a folder every process reads: a room's followers spread over the processes
-        # (atlas_ui/server/rooms_shared.py); without it, a room lives in its presenter's process
+        # (atlas_ui/server/room_store.py); without it, a room lives in its presenter's process
         # and its link's route brings every follower there
         rooms = {ROOM_DIR_ENV: str(self.prefix / "rooms")} if shared_rooms else {}
         self.extra_args, self.env = extra_args, {**rooms, **(env or {})}

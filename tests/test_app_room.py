@@ -154,11 +154,11 @@ def test_the_room_link_names_the_owners_route_only_when_rooms_live_in_one_proces
     """Behind serving.proxy: rooms in one process's memory need the route to the owner in the link;
     rooms in a shared folder (ATLAS_ROOM_DIR) need none, and the followers spread over the processes."""
     from atlas_ui.page import room as room_page
-    from atlas_ui.server import rooms as rooms_module
-    from atlas_ui.server.rooms_shared import SharedRoomStore
+    from atlas_ui.server import room_store
+    from atlas_ui.server.room_store import SharedRoomStore
     route = "0123456789abcdef" * 2
     monkeypatch.setattr(room_page, "route", lambda: route)            # the proxy's cookie on this tab
-    monkeypatch.setattr(rooms_module, "_store", SharedRoomStore(tmp_path) if shared else None)
+    monkeypatch.setattr(room_store, "_store", SharedRoomStore(tmp_path) if shared else None)
     try:
         at, room_id, link = started_room()
         assert rooms().shared is shared
@@ -170,4 +170,4 @@ def test_the_room_link_names_the_owners_route_only_when_rooms_live_in_one_proces
         watcher = follower(link)
         assert following(watcher) and polls_its_room(watcher, room_id)
     finally:
-        monkeypatch.setattr(rooms_module, "_store", None)
+        monkeypatch.setattr(room_store, "_store", None)

@@ -8,7 +8,7 @@ import pytest
 
 from atlas_ui.views import VIEWS
 from browser_utils import PHONE_AGENT, NEEDS_BROWSER, load, run_tracker_js, script_run, wait_charts_drawn
-from test_browser_room import PHONE, SENTENCES, view_link
+from test_browser_room import CHART_LABELS, PHONE, SENTENCES, overlapping_labels, view_link
 
 pytestmark = NEEDS_BROWSER
 FIRST_SCREEN_TOP = 200          # px: the title, the sentence · view bar, then the chart
@@ -24,7 +24,13 @@ TOPS = """() => {
 
 
 @pytest.mark.parametrize("view", list(VIEWS))
-def test_every_views_chart_starts_in_a_phones_first_screen(pages, app_url, view):
+def test_every_views_chart_starts_in_a_phones_first_screen_and_is_legible(pages, app_url, view):
+    """A phone's browser (390x844, a phone's User-Agent) on a share link with an 18-word sentence:
+    the chart starts in the first screen, under the bar that holds the sentence and the view picker,
+    above the translation strip and the view's controls. Each chart is refit for the width
+    (viz.phone_figure): no text label of any chart runs into another, none reaches past the screen's
+    edges (titles ran off the right) or its chart's top and bottom, tick labels are at least 9 px,
+    and no colour bar or plotly tool bar takes room."""
     page = pages.open(view_link(app_url, view, SENTENCES[18]), viewport=PHONE, phone=True)
     wait_charts_drawn(page)
     tops = page.evaluate(TOPS)
@@ -33,6 +39,27 @@ def test_every_views_chart_starts_in_a_phones_first_screen(pages, app_url, view)
     assert tops["picker"] is not None and tops["picker"] < tops["chart"] and tops["radio"] is None, tops
     assert tops["strip"] is not None and tops["strip"] > tops["chart"], "the translation comes after the chart"
     assert tops["box"] is None, "the sentence box is folded into the bar's ✎ Sentence"
+    controls = page.evaluate("""() => Array.from(document.querySelectorAll(
+        '.st-key-view_body [data-testid="stSelectbox"]')).map(c => c.getBoundingClientRect().top)""")
+    assert all(top > tops["chart"] for top in controls), (tops["chart"], controls)
+    charts = page.evaluate(CHART_LABELS)
+    assert charts, view
+    for chart in charts:
+        name = f"{view}, {chart['title'][:50]!r}"
+        assert overlapping_labels(chart["labels"]) == [], name
+        outside = [label["text"][:30] for label in chart["labels"]
+                   if not all(-1 <= x <= PHONE[0] + 1 for x, _ in label["corners"])]
+        assert outside == [], name
+        # nor past its chart's top or bottom, where the next element or the page would cut it (a
+        # title wrapped to two lines and hung from the top: plotly.js ignores title.pad there)
+        top, bottom = chart["rect"][1], chart["rect"][3]
+        cut = [label["text"][:30] for label in chart["labels"]
+               if not all(top - 1 <= y <= bottom + 1 for _, y in label["corners"])]
+        assert cut == [], name
+        assert min((label["size"] for label in chart["labels"] if label["tick"]), default=9) >= 9, name
+    assert page.locator('[data-testid="stPlotlyChart"] .colorbar').count() == 0
+    # no plotly tool bar: without hover a touch screen keeps it up, over the chart's title
+    assert page.locator('[data-testid="stPlotlyChart"] .modebar-btn').count() == 0
     assert page.problems == []
 
 

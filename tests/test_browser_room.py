@@ -181,42 +181,6 @@ def test_the_input_row_keeps_its_buttons_words_with_the_sidebar_open(pages, app_
     assert page.problems == []
 
 
-@pytest.mark.parametrize("view", list(VIEWS))
-def test_every_view_is_legible_on_a_phone(pages, app_url, view):
-    """A phone's browser (390x844, a phone's User-Agent) gets each chart refit for its width
-    (viz.phone_figure): with an 18-word sentence no text label of any chart runs into another, none
-    reaches past the screen's edges (titles ran off the right) or its chart's top and bottom, tick
-    labels are at least 9 px, and no colour bar takes a quarter of the width. The share link opens
-    on its chart, and the view's controls come after it."""
-    page = pages.open(view_link(app_url, view, SENTENCES[18]), viewport=PHONE, phone=True)
-    wait_charts_drawn(page)
-    chart_top = page.evaluate("""() => Math.min(...Array.from(
-        document.querySelectorAll('[data-testid="stPlotlyChart"]')).map(c => c.getBoundingClientRect().top))""")
-    assert 0 < chart_top < PHONE[1] - 120, f"{view}: the chart starts at {chart_top:.0f} px"
-    controls = page.evaluate("""() => Array.from(document.querySelectorAll(
-        '.st-key-view_body [data-testid="stSelectbox"]')).map(c => c.getBoundingClientRect().top)""")
-    assert all(top > chart_top for top in controls), (chart_top, controls)
-    charts = page.evaluate(CHART_LABELS)
-    assert charts, view
-    for chart in charts:
-        name = f"{view}, {chart['title'][:50]!r}"
-        assert overlapping_labels(chart["labels"]) == [], name
-        outside = [label["text"][:30] for label in chart["labels"]
-                   if not all(-1 <= x <= PHONE[0] + 1 for x, _ in label["corners"])]
-        assert outside == [], name
-        # nor past its chart's top or bottom, where the next element or the page would cut it (a
-        # title wrapped to two lines and hung from the top: plotly.js ignores title.pad there)
-        top, bottom = chart["rect"][1], chart["rect"][3]
-        cut = [label["text"][:30] for label in chart["labels"]
-               if not all(top - 1 <= y <= bottom + 1 for _, y in label["corners"])]
-        assert cut == [], name
-        assert min((label["size"] for label in chart["labels"] if label["tick"]), default=9) >= 9, name
-    assert page.locator('[data-testid="stPlotlyChart"] .colorbar').count() == 0
-    # no plotly tool bar: without hover a touch screen keeps it up, over the chart's title
-    assert page.locator('[data-testid="stPlotlyChart"] .modebar-btn').count() == 0
-    assert page.problems == []
-
-
 def test_a_desktop_keeps_the_chart_tool_bar_a_phone_does_not(pages, app_url):
     """The camera button (download the chart as a picture) stays on a desktop; a phone gets none."""
     camera = '[data-testid="stPlotlyChart"] .modebar-btn[data-title^="Download plot"]'

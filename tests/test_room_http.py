@@ -11,7 +11,8 @@ import pytest
 
 from atlas_ui.page.room import rooms
 from atlas_ui.server.room_http import room_routes, version_url
-from atlas_ui.server.rooms import new_follower, store
+from atlas_ui.server.room_store import store
+from atlas_ui.server.rooms import new_follower
 
 
 def get(path: str, query: str = "", method: str = "GET") -> tuple[int, dict, bytes]:

@@ -22,7 +22,8 @@ from ..ui.branch import STATE as BRANCH_STATE
 from .landing import LANDED
 from .share import markdown_safe_url, qr_svg, share_url
 from ..server.room_http import version_url
-from ..server.rooms import NotPresenter, RoomClosed, RoomStore, new_follower, store, valid_id
+from ..server.room_store import store
+from ..server.rooms import NotPresenter, RoomClosed, RoomStore, new_follower, valid_id
 
 ROOM, KEY, FOLLOWING = "room_id", "room_key", "room_following"     # session keys
 APPLIED, BASELINE, ME, NOTE, BOOTED = "_room_applied", "_room_baseline", "_room_me", "_room_note", "_room_booted"
@@ -121,7 +122,7 @@ _poller = st.components.v2.component(POLLER_NAME, js=POLLER_JS)
 
 
 def rooms() -> RoomStore:
-    """This process's rooms (rooms.store(): the same store the HTTP route reads)."""
+    """This process's rooms (room_store.store(): the same store the HTTP route reads)."""
     return store()
 
 

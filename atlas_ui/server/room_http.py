@@ -12,7 +12,8 @@ echoed: the answers are fixed texts and a number.
 """
 from __future__ import annotations
 
-from .rooms import RoomClosed, store, valid_follower, valid_id
+from .room_store import store
+from .rooms import RoomClosed, valid_follower, valid_id
 
 PATH = "/_atlas/room/{room_id}/version"
 # never cached (a version is stale at once), never sniffed as anything but JSON

@@ -5,7 +5,7 @@ into its URL), kept in one process's memory behind a lock. Only the holder of th
 publishes; everyone else can only read. Followers poll `version()` (a dict lookup under the lock),
 over HTTP (atlas_ui/server/room_http.py), and rerun the page only when it changed. This module knows
 nothing of Streamlit, so the store is unit-tested directly; `store()` is the process's one store,
-reached by the pages (atlas_ui/page/room.py) and by the HTTP route alike. Several processes behind
+reached by the pages (atlas_ui/page/room.py) and by the HTTP route alike (room_store.store()). Several processes behind
 serving.proxy: the room link carries the presenter's route, so nginx sends its followers to the
 process that owns the room (docs/serving.md).
 """
@@ -31,7 +31,6 @@ FOLLOWER_SEEN_S = 10.0            # a follower counts as present this long after
 # Follower ids now come from anyone who has the room's link (the version route's ?me=): a room
 # remembers at most this many, the ones gone forgotten first, so made-up ids cannot grow it for ever.
 MAX_FOLLOWERS = 5000
-ROOM_DIR_ENV = "ATLAS_ROOM_DIR"     # a folder every app process can write: the rooms are shared
 
 
 class RoomClosed(LookupError):
@@ -189,25 +188,3 @@ class RoomStore:
     def __len__(self) -> int:
         with self._lock:
             return len(self._rooms_now(self._clock()))
-
-
-_store: RoomStore | None = None
-_store_lock = threading.Lock()
-
-
-def store() -> RoomStore:
-    """This process's rooms: the one deliberate piece of state shared between sessions, and with
-    the HTTP route that followers poll (a plain module global, not st.cache_resource: the route
-    runs outside any script run). With ATLAS_ROOM_DIR set (serving.proxy sets it for its processes),
-    the rooms live in that folder, shared by every process (rooms_shared.SharedRoomStore)."""
-    global _store
-    if _store is None:
-        with _store_lock:
-            if _store is None:
-                folder = os.environ.get(ROOM_DIR_ENV, "").strip()
-                if folder:
-                    from .rooms_shared import SharedRoomStore
-                    _store = SharedRoomStore(folder)
-                else:
-                    _store = RoomStore()
-    return _store

@@ -1,5 +1,6 @@
-"""Rooms shared by several app processes (issue 52): one small file per room in a folder they all
-write (ATLAS_ROOM_DIR; serving.proxy makes one for its processes).
+"""The process's room store (`store()`): rooms in this process's memory (rooms.RoomStore), or, with
+ATLAS_ROOM_DIR set, shared by several app processes (issue 52): one small file per room in a folder
+they all write (serving.proxy makes one for its processes).
 
 One process is one core's worth of script runs (the GIL): a move of the presenter makes every
 follower's page run once, and a hundred of them in the process that owns the room came 2-3 s after
@@ -25,6 +26,7 @@ from pathlib import Path
 from . import rooms
 from .rooms import FOLLOWER_SEEN_S, Room, RoomClosed, RoomStore, valid_id
 
+ROOM_DIR_ENV = "ATLAS_ROOM_DIR"     # a folder every app process can write: the rooms are shared
 SEEN_WRITE_S = 1.0          # a process says how many follow through it at most this often per room
 
 
@@ -146,3 +148,21 @@ class SharedRoomStore(RoomStore):
                 except (OSError, ValueError, KeyError, TypeError):
                     continue
             return count
+
+
+_store: RoomStore | None = None
+_store_lock = threading.Lock()
+
+
+def store() -> RoomStore:
+    """This process's rooms: the one deliberate piece of state shared between sessions, and with
+    the HTTP route that followers poll (a plain module global, not st.cache_resource: the route
+    runs outside any script run). With ATLAS_ROOM_DIR set (serving.proxy sets it for its processes),
+    the rooms live in that folder, shared by every process (SharedRoomStore)."""
+    global _store
+    if _store is None:
+        with _store_lock:
+            if _store is None:
+                folder = os.environ.get(ROOM_DIR_ENV, "").strip()
+                _store = SharedRoomStore(folder) if folder else RoomStore()
+    return _store

@@ -1,4 +1,4 @@
-"""Rooms in a folder shared by several app processes (atlas_ui/server/rooms_shared.py): what one
+"""Rooms in a folder shared by several app processes (atlas_ui/server/room_store.py): what one
 process's store writes, another's reads; only the key drives; rooms expire and end for all; the
 followers of every process are counted. Two stores on one folder stand for two processes, and one
 test runs a second Python process for real."""
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from atlas_ui.server import rooms as rooms_module
-from atlas_ui.server.rooms import NotPresenter, RoomClosed, RoomStore, store
-from atlas_ui.server.rooms_shared import SharedRoomStore
+from atlas_ui.server import room_store, rooms as rooms_module
+from atlas_ui.server.room_store import ROOM_DIR_ENV, SharedRoomStore, store
+from atlas_ui.server.rooms import NotPresenter, RoomClosed, RoomStore
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,22 +153,22 @@ def test_a_reader_never_sees_half_a_room_while_the_presenter_writes(tmp_path):
 
 SECOND_PROCESS = """
 import sys
-from atlas_ui.server.rooms import store
+from atlas_ui.server.room_store import store
 shared = store()
 print(type(shared).__name__, shared.read(sys.argv[1], "e" * 16))
 """
 
 
 def test_another_process_with_the_same_folder_follows(tmp_path, monkeypatch):
-    monkeypatch.setenv(rooms_module.ROOM_DIR_ENV, str(tmp_path))
-    monkeypatch.setattr(rooms_module, "_store", None)
+    monkeypatch.setenv(ROOM_DIR_ENV, str(tmp_path))
+    monkeypatch.setattr(room_store, "_store", None)
     mine = store()
     assert isinstance(mine, SharedRoomStore)
     room, key = mine.create({"view": "Heatmap"})
     mine.publish(room, key, {"view": "Overview"})
     out = subprocess.run([sys.executable, "-c", SECOND_PROCESS, room], cwd=ROOT, capture_output=True, text=True,
-                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), rooms_module.ROOM_DIR_ENV: str(tmp_path)},
+                         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), ROOM_DIR_ENV: str(tmp_path)},
                          timeout=60)
     assert out.stdout.strip() == "SharedRoomStore (2, {'view': 'Overview'})", out.stderr
     assert mine.following(room) == 1                  # the other process's follower counts here
-    monkeypatch.setattr(rooms_module, "_store", None)
+    monkeypatch.setattr(room_store, "_store", None)
