@@ -16,9 +16,11 @@ from .result import Result
 NEIGHBOURS = 8               # swap candidates offered for one word
 
 
-@st.cache_data(max_entries=256, show_spinner=False)
-def word_neighbours(model: ModelRef, device: str, pieces: tuple, k: int = NEIGHBOURS) -> list[tuple[str, float]]:
-    """[(piece, cosine)] nearest to a word (its pieces' mean source embedding), pieces that start a
+# cache_resource, not cache_data: an immutable tuple handed out as it is, where cache_data pickles a
+# copy for every call (Compare asks for it twice a run, in every session of an audience)
+@st.cache_resource(max_entries=256, show_spinner=False)
+def word_neighbours(model: ModelRef, device: str, pieces: tuple, k: int = NEIGHBOURS) -> tuple[tuple[str, float], ...]:
+    """((piece, cosine), ...) nearest to a word (its pieces' mean source embedding), pieces that start a
     word only, so the swap replaces a whole word by a whole word; empty pieces (a bare ▁) left out.
     A model with a joint vocabulary that ships source_pieces.json offers pieces of its source side
     only (the German "▁zerrissene" was a neighbour of "horse")."""
@@ -29,7 +31,19 @@ def word_neighbours(model: ModelRef, device: str, pieces: tuple, k: int = NEIGHB
     except ValueError:               # a broken list: every piece, as before there was one
         side = None
     found = nearest_pieces(translator, ids, k + 4, word_start=True, among=side)
-    return [(n.piece, n.similarity) for n in found if n.piece.lstrip("\u2581\u0120").strip()][:k]
+    return tuple((n.piece, n.similarity) for n in found if n.piece.lstrip("\u2581\u0120").strip())[:k]
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def default_swap(model: ModelRef, device: str, source_tokens: tuple, words: tuple) -> str:
+    """The edit a fresh Compare link shows: the first of `words` ((start, stop) spans, longest first)
+    that has a neighbour, swapped for its nearest one; "" when none has. Made once per sentence for
+    every session (an audience on one Compare link)."""
+    for start, stop in words:
+        found = word_neighbours(model, device, source_tokens[start:stop])
+        if found:
+            return swapped_text(model, device, source_tokens, start, stop, found[0][0])
+    return ""
 
 
 def swapped_text(model: ModelRef, device: str, source_tokens, start: int, stop: int, piece: str) -> str:

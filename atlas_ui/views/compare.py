@@ -12,7 +12,7 @@ from viz import is_special
 from viz.words import word_spans
 
 from ..ui import state
-from ..runs.compare import pair_runs, swapped_text, word_neighbours
+from ..runs.compare import default_swap, pair_runs, swapped_text, word_neighbours
 from ..ui.common import (as_arrow, chart, column_width, escape_md, n_heads, n_layers, norm_caption, norm_switch,
                       shared_figure)
 from ..server.settings import KIND_LABELS, KINDS, MAX_CHARS, MAX_COMPARE_HEADS, max_concurrent
@@ -50,11 +50,8 @@ def source_words(result) -> list[tuple[int, int, str]]:
 def default_edit(ctx: ViewContext) -> str:
     """A fresh link shows a swap at once: the longest word swapped for its nearest neighbour."""
     words = sorted(source_words(ctx.result), key=lambda w: (-len(w[2]), w[0]))
-    for start, stop, _ in words[:3]:
-        found = word_neighbours(ctx.model, ctx.device, tuple(ctx.result.source_tokens[start:stop]))
-        if found:
-            return swapped_text(ctx.model, ctx.device, ctx.result.source_tokens, start, stop, found[0][0])
-    return ""
+    return default_swap(ctx.model, ctx.device, tuple(ctx.result.source_tokens),
+                        tuple((start, stop) for start, stop, _ in words[:3]))
 
 
 def seed_edit(ctx: ViewContext) -> None:
