@@ -23,7 +23,11 @@ async def room_with_moves(url: str, moves: list[Move], poller: bool = True):
         followers = await join(url, urlencode({"room": room}), 3, poller=poller)
         try:
             first = [[title for _, title in f.charts] for f in followers]
+            for follower in followers:            # the fallback fragments their first runs drew
+                follower.timers_at_join = set(follower._timers)
             results = await play(presenter, followers, moves, gap=lambda: 0.6, timeout=60)
+            for follower in followers:
+                follower.timers_after = set(follower._timers)
             return presenter, room, followers, first, results
         finally:
             for follower in followers:
@@ -52,6 +56,8 @@ def test_every_follower_draws_each_move_of_the_presenter(tmp_path):
         assert drawn[-len(results[-1].titles):] == results[-1].titles
         assert follower.http_polls >= 1, "it polled between the moves, as the page's poller does"
         assert follower.triggers >= len(moves) and follower.polls == 0, "each move came by a trigger"
+        # the first run drew the fallback fragment; a run the poller started proves it runs and draws none
+        assert len(follower.timers_at_join) == 1 and follower.timers_after == set()
         assert "key=" not in follower.query and parse_qs(follower.query)["room"] == [room]
     assert "Traceback" not in log
 
@@ -64,6 +70,7 @@ def test_followers_whose_poller_never_runs_follow_by_the_fallback_fragment(tmp_p
     assert results[0].missed == 0 and results[0].wrong == 0, results[0]
     for follower in followers:
         assert follower.http_polls == 0 and follower.triggers == 0 and follower.polls >= 1
+        assert len(follower.timers_after) == 1, "without a poller the fallback stays"
 
 
 def test_the_tabs_poller_is_the_pages():

@@ -197,15 +197,21 @@ def _follow_again() -> None:
     st.session_state.pop(APPLIED, None)
 
 
-def _poll_http() -> None:
+def _moved() -> None:
+    """The poller's trigger has a callback only so that its value reaches the run (_poll_http)."""
+
+
+def _poll_http() -> bool:
     """The page's poller (POLLER_JS): asks the room's version every POLL_S s over HTTP and reruns
     the page when it moved. A poll that finds no move is one HTTP request, not a script run: a
     fragment's run costs at least 4 websocket messages through Streamlit's one runtime loop, and
     100 followers polling that way every 0.5 s held the server at 100% of a core
     (benchmarks/bench_room.py, docs/serving.md). The trigger's rerun is a full run: the poller is
     on the page, not in a fragment."""
-    _poller(key=POLLER_KEY, data={"url": version_url(st.session_state[ROOM], me()),
-                                  "applied": st.session_state.get(APPLIED), "every_ms": round(POLL_S * 1000)})
+    result = _poller(key=POLLER_KEY, data={"url": version_url(st.session_state[ROOM], me()),
+                                           "applied": st.session_state.get(APPLIED), "every_ms": round(POLL_S * 1000)},
+                     on_moved_change=_moved)
+    return getattr(result, POLLER_EVENT, None) is not None
 
 
 @st.fragment(run_every=FALLBACK_S)
@@ -244,8 +250,11 @@ def bar() -> None:
             st.markdown(":green[●] **Following the speaker**", width="content")
             st.button("Detach", key="room_detach", on_click=_detach, help="Explore on your own; the speaker "
                       "moves on without you until you follow again.")
-            _poll_http()
-            _poll()
+            # a run the page's poller started proves the poller runs: no fallback fragment this run
+            # (a fragment's registration is a few percent of a follower's run, and a move starts
+            # one run per follower at once); any other run draws it again
+            if not _poll_http():
+                _poll()
     else:
         with st.container(key="room_bar", horizontal=True, vertical_alignment="center"):
             st.markdown(":gray[○] **Exploring alone**", width="content")
