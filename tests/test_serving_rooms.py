@@ -40,25 +40,24 @@ def upstream(url: str, cookie: str | None) -> tuple[str, str]:
         return response.headers["X-Atlas-Upstream"], routes[0].split(";")[0].split("=", 1)[1]
 
 
-@pytest.mark.slow
-@NEEDS_NGINX
-def test_a_room_links_route_reaches_the_owners_process_whatever_the_followers_cookie(tmp_path):
-    with ProxiedApp(processes=2, log_dir=tmp_path) as proxy:
-        health = f"{proxy.url}/_stcore/health"
-        owners = {}
-        for _ in range(40):                                  # presenters' routes on both processes
-            route = secrets.token_hex(16)
-            owners[route] = upstream(health, route)[0]
-            if len(set(owners.values())) == 2 and len(owners) >= 6:
-                break
-        assert len(set(owners.values())) == 2
-        for route, owner in owners.items():
-            for cookie in (None, secrets.token_hex(16), "route-7"):
-                got, set_cookie = upstream(f"{health}?room=x&route={route}", cookie)
-                assert got == owner and set_cookie == route      # the websocket then goes there too
-        # a malformed route is ignored: the follower's own cookie decides, as without a room
-        mine = secrets.token_hex(16)
-        assert upstream(f"{health}?route=..%2Fx", mine) == (owners.get(mine) or upstream(health, mine)[0], mine)
+def route_wins_over_the_cookie(proxy) -> None:
+    """A route= argument (a room link in one-process mode) reaches its process whatever the follower's
+    cookie, and sets the cookie, so the websocket follows; a malformed one is ignored."""
+    health = f"{proxy.url}/_stcore/health"
+    owners = {}
+    for _ in range(40):                                  # presenters' routes on both processes
+        route = secrets.token_hex(16)
+        owners[route] = upstream(health, route)[0]
+        if len(set(owners.values())) == 2 and len(owners) >= 6:
+            break
+    assert len(set(owners.values())) == 2
+    for route, owner in owners.items():
+        for cookie in (None, secrets.token_hex(16), "route-7"):
+            got, set_cookie = upstream(f"{health}?room=x&route={route}", cookie)
+            assert got == owner and set_cookie == route      # the websocket then goes there too
+    # a malformed route is ignored: the follower's own cookie decides, as without a room
+    mine = secrets.token_hex(16)
+    assert upstream(f"{health}?route=..%2Fx", mine) == (owners.get(mine) or upstream(health, mine)[0], mine)
 
 
 def version_through(url: str, room: str, cookie: str) -> tuple[int, str, dict]:
@@ -112,6 +111,7 @@ def test_a_followers_version_polls_reach_the_rooms_process_through_the_proxy(tmp
         assert (status, served_by, body) == (200, owner, {"version": 2})
         # the other process holds no such room: the cookie is what brings a poll to the right one
         assert version_through(proxy.url, room, other_route) == (404, other, {"error": "no such room"})
+        route_wins_over_the_cookie(proxy)            # what brings those followers to the owner
 
 
 async def spread_room(url: str, presenter_route: str, follower_routes: list[str]):
