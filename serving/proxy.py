@@ -24,7 +24,7 @@ from pathlib import Path
 
 from atlas_ui.server.room_store import ROOM_DIR_ENV
 
-from .servers import AppServer, free_port, wait_healthy
+from .servers import AppServer, PortTaken, free_port, wait_healthy
 
 ROUTE_COOKIE = "atlas_route"
 
@@ -102,6 +102,7 @@ class ProxiedApp:
                  extra_args: tuple = (), env: dict | None = None, log_dir: Path | None = None,
                  shared_rooms: bool = True):
         self.processes, self.port, self.app = processes, port or free_port(), app
+        self.fixed_port = port is not None
         self.prefix = Path(tempfile.mkdtemp(prefix="atlas-nginx-"))
         # rooms in a folder every process reads: a room's followers spread over the processes
         # (atlas_ui/server/room_store.py); without it, a room lives in its presenter's process
@@ -121,18 +122,30 @@ class ProxiedApp:
                 self.servers.append(server)
             for server in self.servers:
                 server.wait()
-            conf = self.prefix / "nginx.conf"
-            conf.write_text(nginx_config(self.prefix, [s.port for s in self.servers], self.port))
             for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
                 (self.prefix / sub).mkdir(exist_ok=True)
-            self.nginx = subprocess.Popen([nginx_binary(), "-p", str(self.prefix), "-c", str(conf),
-                                           "-g", "daemon off;"], stdout=subprocess.DEVNULL,
-                                          stderr=open(self.prefix / "nginx.stderr", "wb"), start_new_session=True)
-            wait_healthy(self.url, self.nginx, timeout=30)
+            for attempt in range(AppServer.PORT_TRIES):
+                try:
+                    self._start_nginx()
+                    break
+                except PortTaken:      # another process took the port meanwhile: a new one, unless given
+                    if self.fixed_port or attempt == AppServer.PORT_TRIES - 1:
+                        raise
+                    self.port = free_port()
+                    self.url = f"http://127.0.0.1:{self.port}"
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
+
+    def _start_nginx(self) -> None:
+        """nginx in front of the app servers; healthy only once nginx itself listens on the port."""
+        conf = self.prefix / "nginx.conf"
+        conf.write_text(nginx_config(self.prefix, [s.port for s in self.servers], self.port))
+        self.nginx = subprocess.Popen([nginx_binary(), "-p", str(self.prefix), "-c", str(conf),
+                                       "-g", "daemon off;"], stdout=subprocess.DEVNULL,
+                                      stderr=open(self.prefix / "nginx.stderr", "wb"), start_new_session=True)
+        wait_healthy(self.url, self.nginx, timeout=30, port=self.port)
 
     def pids(self) -> list[int]:
         return [s.process.pid for s in self.servers if s.process is not None]

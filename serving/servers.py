@@ -32,20 +32,59 @@ def start_server(port: int, log_path: Path, extra_args: tuple = (), env: dict | 
                             start_new_session=True)
 
 
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90.0) -> None:
-    """Poll /_stcore/health until it answers "ok" (a server start has no event to wait on)."""
+def listening(pid: int, port: int) -> bool:
+    """Does process `pid` hold the listening socket on 127.0.0.1:`port`? (Linux /proc: the process's
+    socket inodes against the table of TCP sockets.)"""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
+            return True
+    return False
+
+
+class PortTaken(RuntimeError):
+    """The server could not listen on its port: another process took it first."""
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90.0, port: int | None = None) -> None:
+    """Poll /_stcore/health until it answers "ok" (a server start has no event to wait on). With
+    `port`, the answer counts only once `process` itself listens there: free_port() only finds a
+    port free, and another server started meanwhile (a second pytest worker) may take it and answer
+    in our place. Raises PortTaken when the process exited while another one held its port."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"{process.args[0]} exited with code {process.returncode}")
+            taken = port is not None and _someone_listens(port)
+            raise (PortTaken if taken else RuntimeError)(f"{process.args[0]} exited with code {process.returncode}"
+                                                         + (f": port {port} is taken" if taken else ""))
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
-                if response.read().decode().strip() == "ok":
+                if response.read().decode().strip() == "ok" and (port is None or listening(process.pid, port)):
                     return
         except (urllib.error.URLError, ConnectionError, TimeoutError, OSError):
             pass
         time.sleep(0.2)
     raise TimeoutError(f"{url}/_stcore/health did not answer 'ok' within {timeout:.0f} s")
+
+
+def _someone_listens(port: int) -> bool:
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    return any(f.split()[3] == "0A" and int(f.split()[1].rsplit(":", 1)[1], 16) == port for f in lines)
 
 
 def stop_server(process: subprocess.Popen) -> None:
@@ -89,21 +128,37 @@ def settle(pids: list[int], window: float = 0.2, quiet: float = 0.01, timeout: f
 class AppServer:
     """One `streamlit run` server on a free port: start(), wait(), stop(), or use as a context."""
 
+    PORT_TRIES = 3                # a port another process took first: start again on a new one
+
     def __init__(self, app: str = "app.py", extra_args: tuple = (), env: dict | None = None,
                  log_dir: Path | None = None, port: int | None = None):
         self.app, self.extra_args, self.env = app, tuple(extra_args), env
-        self.port = port or free_port()
+        self.fixed_port = port is not None
         self.log_dir = Path(log_dir or tempfile.gettempdir())
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log_path = self.log_dir / f"server-{Path(app).stem}-{self.port}.log"
+        self._use_port(port or free_port())
         self.process: subprocess.Popen | None = None
+
+    def _use_port(self, port: int) -> None:
+        self.port = port
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = self.log_dir / f"server-{Path(self.app).stem}-{self.port}.log"
 
     def start(self) -> "AppServer":
         self.process = start_server(self.port, self.log_path, self.extra_args, self.env, self.app)
         return self
 
     def wait(self, timeout: float = 90.0) -> str:
-        wait_healthy(self.url, self.process, timeout)
+        """Wait until this server (this process, on its port) is healthy. When another process took
+        the port first, start again on a new port (PORT_TRIES in all), unless the port was given."""
+        for attempt in range(self.PORT_TRIES):
+            try:
+                wait_healthy(self.url, self.process, timeout, port=self.port)
+                return self.url
+            except PortTaken:
+                if self.fixed_port or attempt == self.PORT_TRIES - 1:
+                    raise
+                self._use_port(free_port())
+                self.start()
         return self.url
 
     def rss_mb(self) -> float:

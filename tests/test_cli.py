@@ -60,7 +60,7 @@ def test_the_command_starts_the_app_with_the_model_first(tiny_dir, tmp_path):
                                stderr=subprocess.STDOUT, start_new_session=True,
                                env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
-        wait_healthy(f"http://127.0.0.1:{port}", process, timeout=90)
+        wait_healthy(f"http://127.0.0.1:{port}", process, timeout=90, port=port)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as response:
             page = response.read()                # served by streamlit_app.py's st.App (atlas_ui/server/asgi.py)
         assert early_import_script(chart_chunk()) in page

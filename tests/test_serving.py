@@ -4,6 +4,7 @@ under load, and two app processes behind nginx with sticky sessions (serving/pro
 The timings live in benchmarks/bench_serving.py; these tests check behaviour only."""
 from __future__ import annotations
 
+import os
 import shutil
 import urllib.request
 from pathlib import Path
@@ -124,3 +125,41 @@ def test_the_bench_opens_every_views_share_link():
     assert all(parse_qs(links[label])["norm"] == ["1"] for label in normed)
     with pytest.raises(SystemExit, match="unknown view"):
         bench.view_links(["Heatmap", "Nope"], norm=False)
+
+
+def test_a_server_whose_port_another_process_took_starts_on_a_new_one(tmp_path, monkeypatch):
+    """free_port() only finds a port free: another worker's server may take it before ours listens,
+    and answer our health checks in its place. The impostor here answers "ok" on the first port; our
+    server must not count that as its own, and starts again on a new port."""
+    import http.server
+    import threading
+
+    from serving import servers
+
+    class Impostor(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):                                   # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    impostor = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Impostor)
+    taken = impostor.server_address[1]
+    threading.Thread(target=impostor.serve_forever, daemon=True).start()
+    ports = iter([taken])
+    real_free_port = servers.free_port
+    monkeypatch.setattr(servers, "free_port", lambda: next(ports, None) or real_free_port())
+    try:
+        assert servers.listening(os.getpid(), taken) and not servers.listening(os.getpid(), real_free_port())
+        with servers.AppServer("serving/hello_app.py", log_dir=tmp_path) as server:
+            assert server.port != taken and servers.listening(server.process.pid, server.port)
+            with urllib.request.urlopen(f"{server.url}/_stcore/health", timeout=30) as response:
+                assert response.read() == b"ok"
+        assert "is not available" in (tmp_path / f"server-hello_app-{taken}.log").read_text(errors="replace")
+        with pytest.raises(servers.PortTaken):               # a port given is kept: no new one
+            with servers.AppServer("serving/hello_app.py", log_dir=tmp_path, port=taken):
+                pass
+    finally:
+        impostor.shutdown()
