@@ -32,25 +32,29 @@ def start_server(port: int, log_path: Path, extra_args: tuple = (), env: dict | 
                             start_new_session=True)
 
 
+def _listeners(port: int) -> set[str]:
+    """The socket inodes listening on TCP `port` (Linux /proc/net/tcp)."""
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return set()
+    return {f[9] for f in map(str.split, lines) if f[3] == "0A" and int(f[1].rsplit(":", 1)[1], 16) == port}
+
+
 def listening(pid: int, port: int) -> bool:
-    """Does process `pid` hold the listening socket on 127.0.0.1:`port`? (Linux /proc: the process's
-    socket inodes against the table of TCP sockets.)"""
-    inodes = set()
+    """Does process `pid` hold the listening socket on `port`? (its socket inodes against the
+    listening ones)"""
+    listeners = _listeners(port)
     try:
         for fd in os.listdir(f"/proc/{pid}/fd"):
             try:
                 target = os.readlink(f"/proc/{pid}/fd/{fd}")
             except OSError:
                 continue
-            if target.startswith("socket:["):
-                inodes.add(target[8:-1])
-        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+            if target.startswith("socket:[") and target[8:-1] in listeners:
+                return True
     except OSError:
-        return False
-    for line in lines:
-        fields = line.split()
-        if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port and fields[9] in inodes:
-            return True
+        pass
     return False
 
 
@@ -66,7 +70,7 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90.0, por
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            taken = port is not None and _someone_listens(port)
+            taken = port is not None and bool(_listeners(port))
             raise (PortTaken if taken else RuntimeError)(f"{process.args[0]} exited with code {process.returncode}"
                                                          + (f": port {port} is taken" if taken else ""))
         try:
@@ -77,14 +81,6 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 90.0, por
             pass
         time.sleep(0.2)
     raise TimeoutError(f"{url}/_stcore/health did not answer 'ok' within {timeout:.0f} s")
-
-
-def _someone_listens(port: int) -> bool:
-    try:
-        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    except OSError:
-        return False
-    return any(f.split()[3] == "0A" and int(f.split()[1].rsplit(":", 1)[1], 16) == port for f in lines)
 
 
 def stop_server(process: subprocess.Popen) -> None:
@@ -159,7 +155,7 @@ class AppServer:
                     raise
                 self._use_port(free_port())
                 self.start()
-        return self.url
+        raise AssertionError("unreachable: the last try returns or raises")
 
     def rss_mb(self) -> float:
         return rss_mb(self.process.pid)

@@ -71,15 +71,17 @@ def version_through(url: str, room: str, cookie: str) -> tuple[int, str, dict]:
         return error.code, error.headers["X-Atlas-Upstream"], json.loads(error.read())
 
 
-async def proxied_room(url: str, route: str):
-    """A presenter whose browser holds `route` starts a room; two followers open its link (the room
-    id and that route), follow one move through their pollers, and leave."""
-    presenter = await Presenter(url, urlencode(LINK), cookie=route).open()
+async def room_followed(url: str, presenter_route: str, link: dict, count: int, moves: int,
+                        cookies: list[str] | None = None):
+    """A presenter whose browser holds `presenter_route` starts a room; `count` followers open its
+    link (the room id plus `link`), with `cookies` in turn if given, follow the first `moves` moves
+    through their pollers, and leave."""
+    presenter = await Presenter(url, urlencode(LINK), cookie=presenter_route).open()
     try:
         room = await presenter.start_room()
-        followers = await join(url, urlencode({"room": room, "route": route}), 2)
+        followers = await join(url, urlencode({"room": room, **link}), count, cookies=cookies)
         try:
-            results = await play(presenter, followers, MOVES[:1], gap=lambda: 0.6, timeout=60)
+            results = await play(presenter, followers, MOVES[:moves], gap=lambda: 0.6, timeout=60)
         finally:
             for follower in followers:
                 await follower.close()
@@ -88,20 +90,26 @@ async def proxied_room(url: str, route: str):
         await presenter.close()
 
 
+def route_to_each(proxy) -> dict:
+    """{upstream: a route cookie nginx sends there}, for both processes."""
+    health, routes = f"{proxy.url}/_stcore/health", {}
+    for _ in range(40):
+        route = secrets.token_hex(16)
+        routes.setdefault(upstream(health, route)[0], route)
+        if len(routes) == 2:
+            break
+    return routes
+
+
 @pytest.mark.slow
 @NEEDS_NGINX
 def test_a_followers_version_polls_reach_the_rooms_process_through_the_proxy(tmp_path):
     # the fallback fragment never fires: the move must come through the pollers' requests
     with ProxiedApp(processes=2, log_dir=tmp_path, env={"ATLAS_ROOM_FALLBACK_S": "3600"},
                     shared_rooms=False) as proxy:
-        health, routes = f"{proxy.url}/_stcore/health", {}
-        for _ in range(40):                                   # a route to each process
-            route = secrets.token_hex(16)
-            routes.setdefault(upstream(health, route)[0], route)
-            if len(routes) == 2:
-                break
-        (owner, route), (other, other_route) = routes.items()
-        presenter, room, followers, results = drive(proxied_room(proxy.url, route))
+        (owner, route), (other, other_route) = route_to_each(proxy).items()
+        # two followers open the room link: the room id and the owner's route
+        presenter, room, followers, results = drive(room_followed(proxy.url, route, {"route": route}, 2, 1))
         assert parse_qs(presenter.query)["room"] == [room] and not presenter.errors
         assert results[0].missed == 0 and results[0].wrong == 0, results[0]
         for follower in followers:
@@ -114,35 +122,15 @@ def test_a_followers_version_polls_reach_the_rooms_process_through_the_proxy(tmp
         route_wins_over_the_cookie(proxy)            # what brings those followers to the owner
 
 
-async def spread_room(url: str, presenter_route: str, follower_routes: list[str]):
-    """A presenter starts a room; four followers open its link (no route: rooms are shared), their
-    cookies sending them to both processes in turn, and follow two moves through their pollers."""
-    presenter = await Presenter(url, urlencode(LINK), cookie=presenter_route).open()
-    try:
-        room = await presenter.start_room()
-        followers = await join(url, urlencode({"room": room}), 4, cookies=follower_routes)
-        try:
-            results = await play(presenter, followers, MOVES[:2], gap=lambda: 0.6, timeout=60)
-        finally:
-            for follower in followers:
-                await follower.close()
-        return presenter, room, followers, results
-    finally:
-        await presenter.close()
-
-
 @pytest.mark.slow
 @NEEDS_NGINX
 def test_with_shared_rooms_the_followers_of_one_room_spread_over_the_processes(tmp_path):
     with ProxiedApp(processes=2, log_dir=tmp_path, env={"ATLAS_ROOM_FALLBACK_S": "3600"}) as proxy:
-        health, routes = f"{proxy.url}/_stcore/health", {}
-        for _ in range(40):                                   # a route to each process
-            route = secrets.token_hex(16)
-            routes.setdefault(upstream(health, route)[0], route)
-            if len(routes) == 2:
-                break
-        (first, first_route), (second, second_route) = routes.items()
-        presenter, room, followers, results = drive(spread_room(proxy.url, first_route, [first_route, second_route]))
+        (first, first_route), (second, second_route) = route_to_each(proxy).items()
+        # four followers open the link (no route: rooms are shared), their cookies sending them to
+        # both processes in turn, and follow two moves
+        presenter, room, followers, results = drive(room_followed(
+            proxy.url, first_route, {}, 4, 2, cookies=[first_route, second_route]))
         assert not presenter.errors and [(r.missed, r.wrong) for r in results] == [(0, 0), (0, 0)], results
         assert sorted(f.cookie for f in followers) == sorted([first_route, second_route] * 2)
         for follower in followers:

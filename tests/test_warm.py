@@ -273,7 +273,7 @@ def test_phones_share_one_refit_copy_of_a_shared_figure():
     import plotly.graph_objects as go
     import plotly.io
 
-    from atlas_ui.ui.figures import FigureCache, SharedFigure, phone_version
+    from atlas_ui.ui.figures import FigureCache, SharedFigure, shared_version
     from viz import attention_heatmap, phone_figure
 
     made = []
@@ -281,14 +281,14 @@ def test_phones_share_one_refit_copy_of_a_shared_figure():
     build = lambda: attention_heatmap(np.full((4, 5), 0.2), list("abcd"), list("vwxyz"), "t")  # noqa: E731
     shared = FigureCache(4).get(("heatmap",), build)
     before = plotly.io.to_json(shared, validate=False)
-    first, again = phone_version(shared, make), phone_version(shared, make)
+    first, again = shared_version(shared, "phone", make), shared_version(shared, "phone", make)
     assert first is again and len(made) == 1 and isinstance(first, SharedFigure)
     assert first.data[0].showscale is False and shared.data[0].showscale is not False
     assert plotly.io.to_json(shared, validate=False) == before
     assert plotly.io.to_json(first, validate=False) == plotly.io.to_json(phone_figure(shared), validate=False)
     plain = build()
-    assert phone_version(plain, make) is not phone_version(plain, make) and len(made) == 3
-    assert type(phone_version(plain, make)) is go.Figure
+    assert shared_version(plain, "phone", make) is not shared_version(plain, "phone", make) and len(made) == 3
+    assert type(shared_version(plain, "phone", make)) is go.Figure
 
 
 def test_a_rooms_followers_share_one_slide_of_a_shared_figure():
@@ -298,7 +298,7 @@ def test_a_rooms_followers_share_one_slide_of_a_shared_figure():
     import plotly.io
 
     from atlas_ui.ui.common import slide
-    from atlas_ui.ui.figures import FigureCache, SharedFigure, presenter_version
+    from atlas_ui.ui.figures import FigureCache, SharedFigure, shared_version
     from functools import partial
     from viz import attention_heatmap
 
@@ -307,16 +307,16 @@ def test_a_rooms_followers_share_one_slide_of_a_shared_figure():
     shared = FigureCache(4).get(("heatmap",), build)
     before = plotly.io.to_json(shared, validate=False)
     make = lambda height: lambda fig: made.append(height) or slide(fig, max_height=height)       # noqa: E731
-    first, again = presenter_version(shared, 480, make(480)), presenter_version(shared, 480, make(480))
+    first, again = shared_version(shared, ("slide", 480), make(480)), shared_version(shared, ("slide", 480), make(480))
     assert first is again and made == [480] and isinstance(first, SharedFigure)
-    other = presenter_version(shared, 440, make(440))
+    other = shared_version(shared, ("slide", 440), make(440))
     assert other is not first and made == [480, 440]
     assert first.layout.font.size == 18 and first.layout.height >= 470
     assert plotly.io.to_json(first, validate=False) == plotly.io.to_json(slide(build(), max_height=480), validate=False)
     assert plotly.io.to_json(shared, validate=False) == before
     plain = build()
-    assert presenter_version(plain, 480, partial(slide, max_height=480)) is not \
-        presenter_version(plain, 480, partial(slide, max_height=480))
+    assert shared_version(plain, ("slide", 480), partial(slide, max_height=480)) is not \
+        shared_version(plain, ("slide", 480), partial(slide, max_height=480))
 
 
 def test_a_crowd_asking_for_one_figure_builds_it_once():

@@ -13,6 +13,7 @@ from .explain import contribution_figure, method_comparison_figure, method_table
 from .export import (PLOTLY_CONFIG, TRACE_SCHEMA, figure_html, plotly_config, presenter_figure, svg_config,
                      trace_json,
                      trace_npz, trace_payload)
+from ._figure import figure_parts
 from .heatmaps import attention_heatmap
 from .importance import importance_figure, importance_frame, pruning_curve_figure, top_heads
 from .overview import head_grid_figure, overview_figure, overview_selection
@@ -35,6 +36,6 @@ __all__ = [
     "word_spans", "merge_pieces", "merge_attention", "merge_keys",
     "head_statistics", "average_statistics", "statistic_figure", "statistic_maps_figure", "rollout", "STAT_COLUMNS",
     "PLOTLY_CONFIG", "plotly_config", "svg_config", "figure_html",
-    "TRACE_SCHEMA", "presenter_figure", "phone_figure", "PHONE_WIDTH", "keep_labels", "keep_peak_labels", "trace_payload", "trace_json", "trace_npz",
+    "TRACE_SCHEMA", "presenter_figure", "phone_figure", "figure_parts", "PHONE_WIDTH", "keep_labels", "keep_peak_labels", "trace_payload", "trace_json", "trace_npz",
     "DEFAULT_COLORSCALE", "DIVERGING_COLORSCALE", "HOVER_TEXT_CELLS",
 ]

@@ -81,18 +81,22 @@ def default_template() -> TemplateJSON | None:
     return TemplateJSON(template._props)    # go.Figure deep-copies it (cheaply) on construction
 
 
+def figure_parts(fig: go.Figure) -> dict:
+    """The figure's own data, layout and frames as a dict, each trace's dict a new one (shallow: the
+    values are the figure's), for a constructor to copy from without touching the figure."""
+    frames = [frame._props for frame in fig._frame_objs]
+    return dict(data=[dict(trace) for trace in fig._data], layout=fig._layout, **({"frames": frames} if frames else {}))
+
+
 def copy_figure(fig: go.Figure) -> go.Figure:
     """A copy of `fig` that leaves `fig` untouched, so many sessions may copy one shared figure at once.
 
     go.Figure(fig) reads each trace through the trace's own property dict, popping its "type" and
     putting it back (plotly 7.1, BaseDataValidator.validate_coerce): a second thread copying the
     same figure meanwhile reads a heatmap with no type, builds a scatter of it and fails
-    ("Invalid property ... Scatter: 'colorbar'"). Here each trace's dict is copied first (shallow:
-    the constructor copies what it keeps), so the figure is only read; unlike to_dict(), no deep
-    copy and no arrays turned into base64."""
-    frames = [frame._props for frame in fig._frame_objs]
-    return go.Figure(dict(data=[dict(trace) for trace in fig._data], layout=fig._layout,
-                          **({"frames": frames} if frames else {})))
+    ("Invalid property ... Scatter: 'colorbar'"). From figure_parts the figure is only read; unlike
+    to_dict(), no deep copy and no arrays turned into base64."""
+    return go.Figure(figure_parts(fig))
 
 
 def build_figure(data: Sequence[dict], layout: dict) -> go.Figure:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from . import rooms
-from .rooms import FOLLOWER_SEEN_S, Room, RoomClosed, RoomStore, valid_id
+from .rooms import FOLLOWER_SEEN_S, Room, RoomClosed, RoomStore, note_poll, valid_id
 
 ROOM_DIR_ENV = "ATLAS_ROOM_DIR"     # a folder every app process can write: the rooms are shared
 SEEN_WRITE_S = 1.0          # a process says how many follow through it at most this often per room
@@ -42,7 +42,7 @@ class SharedRoomStore(RoomStore):
         self.folder.mkdir(parents=True, exist_ok=True)
         self._read: dict[str, tuple[tuple, Room]] = {}     # room id -> (file's stat, the room read)
         self._present: dict[str, dict[str, float]] = {}    # room id -> this process's followers, last poll
-        self._said: dict[str, tuple[float, int]] = {}      # room id -> (when, count) last written
+        self._said_at: dict[str, float] = {}               # room id -> when this process last wrote its polls
         self._pid = os.getpid()
 
     def _path(self, room_id: str) -> Path:
@@ -53,16 +53,9 @@ class SharedRoomStore(RoomStore):
         # a copy: the caller may change it, and the cached one must stay what the file says
         return Room(room.key_digest, dict(room.params), room.version, room.touched)
 
-    def version(self, room_id: str, follower: str | None = None) -> int:
-        """Every follower's poll: the file's stat, and the room read again only when it changed."""
-        with self._lock:
-            now = self._clock()
-            room = self._current(room_id, now)
-            self._seen(room_id, room, follower, now)
-            return room.version
-
     def _current(self, room_id: str, now: float) -> Room:
-        """The room as its file says now (read again only when the file changed); not to be changed."""
+        """The room as its file says now: a follower's poll stats the file, and reads it again only
+        when it changed; not to be changed."""
         if not valid_id(room_id):
             raise RoomClosed(room_id)
         path = self._path(room_id)
@@ -95,7 +88,7 @@ class SharedRoomStore(RoomStore):
     def _remove(self, room_id: str) -> None:
         self._read.pop(room_id, None)
         self._present.pop(room_id, None)
-        self._said.pop(room_id, None)
+        self._said_at.pop(room_id, None)
         for path in [self._path(room_id), *self.folder.glob(f"{room_id}.*.seen")]:
             path.unlink(missing_ok=True)
 
@@ -103,7 +96,7 @@ class SharedRoomStore(RoomStore):
         touched = {}
         for path in self.folder.glob("*.json"):
             try:
-                touched[path.stem] = self._load(path.stem, now).touched
+                touched[path.stem] = self._current(path.stem, now).touched
             except RoomClosed:
                 continue
         return touched
@@ -111,15 +104,10 @@ class SharedRoomStore(RoomStore):
     def _seen(self, room_id: str, room: Room, follower: str | None, now: float) -> None:
         if follower is None:
             return
-        present = self._present.setdefault(room_id, {})
-        if follower not in present and len(present) >= rooms.MAX_FOLLOWERS:
-            present = self._present[room_id] = {f: t for f, t in present.items() if now - t <= FOLLOWER_SEEN_S}
-            if len(present) >= rooms.MAX_FOLLOWERS:
-                return
+        present = self._present.get(room_id, {})
         new = follower not in present
-        present[follower] = now
-        said_at, _ = self._said.get(room_id, (float("-inf"), 0))
-        if new or now - said_at >= SEEN_WRITE_S:         # a newcomer is counted at once
+        self._present[room_id] = note_poll(present, follower, now)
+        if new or now - self._said_at.get(room_id, float("-inf")) >= SEEN_WRITE_S:   # a newcomer counts at once
             self._say(room_id, now)
 
     def _say(self, room_id: str, now: float) -> None:
@@ -130,14 +118,14 @@ class SharedRoomStore(RoomStore):
         temporary = path.with_name(f".{path.name}.{threading.get_ident()}.tmp")
         temporary.write_text(json.dumps({"polls": sorted(present.values())}), encoding="utf-8")
         os.replace(temporary, path)
-        self._said[room_id] = (now, len(present))
+        self._said_at[room_id] = now
 
     def following(self, room_id: str) -> int:
         """The followers of every process that polled within FOLLOWER_SEEN_S (as their processes
         last wrote, at most SEEN_WRITE_S ago while they poll)."""
         with self._lock:
             now = self._clock()
-            self._load(room_id, now)
+            self._current(room_id, now)
             if room_id in self._present:
                 self._say(room_id, now)
             count = 0

@@ -33,6 +33,17 @@ FOLLOWER_SEEN_S = 10.0            # a follower counts as present this long after
 MAX_FOLLOWERS = 5000
 
 
+def note_poll(followers: dict, follower: str, now: float) -> dict:
+    """`followers` (id -> last poll) with this poll: when it is full, the ones gone are forgotten
+    first, and a newcomer past MAX_FOLLOWERS present at once is not counted."""
+    if follower not in followers and len(followers) >= MAX_FOLLOWERS:
+        followers = {f: t for f, t in followers.items() if now - t <= FOLLOWER_SEEN_S}
+        if len(followers) >= MAX_FOLLOWERS:
+            return followers
+    followers[follower] = now
+    return followers
+
+
 class RoomClosed(LookupError):
     """No such room: a wrong id, or one that expired or was ended."""
 
@@ -92,6 +103,11 @@ class RoomStore:
 
     # storage: a dict of this process (SharedRoomStore: files)
     def _load(self, room_id: str, now: float) -> Room:
+        """The room, for a caller that may change it and _save it."""
+        return self._current(room_id, now)
+
+    def _current(self, room_id: str, now: float) -> Room:
+        """The room as stored, only to be read (every follower's poll: no copy)."""
         room = self._rooms.get(room_id) if valid_id(room_id) else None
         if room is None or now - room.touched > self.idle_s:
             self._rooms.pop(room_id, None)
@@ -153,19 +169,14 @@ class RoomStore:
             self._remove(room_id)
 
     def _seen(self, room_id: str, room: Room, follower: str | None, now: float) -> None:
-        if follower is None:
-            return
-        if follower not in room.followers and len(room.followers) >= MAX_FOLLOWERS:
-            room.followers = {f: t for f, t in room.followers.items() if now - t <= FOLLOWER_SEEN_S}
-            if len(room.followers) >= MAX_FOLLOWERS:
-                return                    # that many present at once: a newcomer is not counted
-        room.followers[follower] = now
+        if follower is not None:
+            room.followers = note_poll(room.followers, follower, now)
 
     def version(self, room_id: str, follower: str | None = None) -> int:
         """The room's version, cheap enough for every follower's poll; records the follower as present."""
         with self._lock:
             now = self._clock()
-            room = self._load(room_id, now)
+            room = self._current(room_id, now)
             self._seen(room_id, room, follower, now)
             return room.version
 
@@ -173,7 +184,7 @@ class RoomStore:
         """(version, a copy of the presenter's fields)."""
         with self._lock:
             now = self._clock()
-            room = self._load(room_id, now)
+            room = self._current(room_id, now)
             self._seen(room_id, room, follower, now)
             return room.version, dict(room.params)
 

@@ -15,7 +15,7 @@ from viz.heatmaps import visible_positions
 from viz.words import merge_attention
 
 from . import state
-from .figures import figure_cache, phone_version, presenter_version
+from .figures import figure_cache, shared_version
 from ..server.settings import FIGURE_CACHE_ENTRIES, KIND_LABELS, KINDS
 
 _MD_SPECIAL = re.compile(r"([!-/:-@\[-`{-~])")     # every ASCII punctuation character
@@ -61,9 +61,9 @@ def chart(fig, key: str, max_height: int = PRESENTER_MAX_HEIGHT, **kwargs):
     image_format = state.kept("image_format", "png")
     config = PLOTLY_CONFIG if image_format == "png" else svg_config()
     if state.kept("presenter", False):
-        fig = presenter_version(fig, max_height, partial(slide, max_height=max_height))
+        fig = shared_version(fig, ("slide", max_height), partial(slide, max_height=max_height))
     elif on_a_phone():
-        fig = phone_version(fig, phone_figure)
+        fig = shared_version(fig, "phone", phone_figure)
         # a touch screen has no hover, so plotly.js keeps its tool bar up for good, over the chart's
         # title on a 390-px screen; Streamlit's own full-screen button stays
         config = {**config, "displayModeBar": False}

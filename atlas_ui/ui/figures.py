@@ -9,6 +9,8 @@ from collections import OrderedDict
 import plotly.graph_objects as go
 import plotly.io
 
+from viz import figure_parts
+
 
 class SpecDict(dict):
     """What SharedFigure.to_dict returns: the figure's dict, plus `spec`, its JSON."""
@@ -39,35 +41,21 @@ class SharedFigure(go.Figure):
 
     def to_dict(self) -> SpecDict:
         # the trace dicts are new (to_json pops their "uid"); the values are the figure's own
-        frames = [frame._props for frame in self._frame_objs]
-        return SpecDict(self._spec, data=[dict(trace) for trace in self._data], layout=self._layout,
-                        **({"frames": frames} if frames else {}))
+        return SpecDict(self._spec, **figure_parts(self))
 
 
-def phone_version(fig: go.Figure, make) -> go.Figure:
-    """`make(fig)` (viz.phone_figure), made once per shared figure: an audience's phones open one
-    link at once, and each would copy and serialise the same figure again."""
+def shared_version(fig: go.Figure, key, make) -> go.Figure:
+    """`make(fig)`, made once per shared figure and `key` ("phone": viz.phone_figure; ("slide",
+    height): presenter mode's): an audience's phones open one link at once, and a room's followers
+    draw the presenter's slide, and each would copy, refit and serialise the same figure again
+    (refitting a slide's labels was most of a follower's run). A figure nobody shares gets its own."""
     if not isinstance(fig, SharedFigure):
         return make(fig)
-    small = fig.__dict__.get("_phone")
-    if small is None:                # two sessions may both make it: the same figure either way
-        small = SharedFigure.adopt(make(fig))
-        fig._phone = small
-    return small
-
-
-def presenter_version(fig: go.Figure, max_height: int, make) -> go.Figure:
-    """`make(fig)` (the slide's copy: viz.presenter_figure), made once per shared figure and slide
-    height: a room's followers all draw the presenter's slide, and refitting every label of the same
-    figure again for each of them was most of a follower's run."""
-    if not isinstance(fig, SharedFigure):
-        return make(fig)
-    slides = fig.__dict__.setdefault("_slides", {})
-    slide = slides.get(max_height)
-    if slide is None:                # two sessions may both make it: the same figure either way
-        slide = SharedFigure.adopt(make(fig))
-        slides[max_height] = slide
-    return slide
+    versions = fig.__dict__.setdefault("_versions", {})
+    version = versions.get(key)
+    if version is None:              # two sessions may both make it: the same figure either way
+        version = versions[key] = SharedFigure.adopt(make(fig))
+    return version
 
 
 _to_json = plotly.io.to_json

@@ -129,7 +129,6 @@ def ablated_heads() -> list:
     heads = set()
     keys = [str(k) for k in st.session_state]           # one pass: each lists the whole state
     for key in set(keys) | {k[len(STORE):] for k in keys if k.startswith(STORE)}:
-        key = str(key)
         if not key.startswith(ABLATE_PREFIX):
             continue
         kind, _, layer = key[len(ABLATE_PREFIX):].rpartition("_")

@@ -1,5 +1,8 @@
-"""Free features of today's code for the labelled own translations of val 0-499 and, for the sentence model,
-each source with the next case's output (runs/s30/ownfeats.{m}.pkl). Reads no label row with val >= 500."""
+"""Free features of today's code for the labelled own translations of val 0-(stop-1) and, for the sentence model,
+each source with the next case's output. Reads no label row with val >= stop.
+
+    cache30.py MODEL [THREADS] [STOP]     # STOP 500 (session 29): runs/s30/ownfeats.{m}.pkl;
+                                          # STOP 800 (session 30, cv31.py): runs/s30/ownfeats800.{m}.pkl"""
 import pickle
 import sys
 import time
@@ -19,8 +22,9 @@ t = time.time()
 tr = Translator.load(f"pretrained/{m}")
 rev = reverse_for(tr)
 src = read_split("../shared/data/multi30k", "val", tr.source_lang)
-cases = own_cases(tr, src, m, 0, 500)
-assert max(c.pair for c in cases) < 500
+stop = int(sys.argv[3]) if len(sys.argv) > 3 else 500
+cases = own_cases(tr, src, m, 0, stop)
+assert max(c.pair for c in cases) < stop
 feats = ff.featurise(tr, rev, [c.item for c in cases])
 others = []
 for n, c in enumerate(cases):
@@ -28,5 +32,5 @@ for n, c in enumerate(cases):
     item.free = True
     others.append(item)
 swapped = ff.featurise(tr, rev, others)
-pickle.dump((cases, feats, swapped), open(f"runs/s30/ownfeats.{m}.pkl", "wb"))
+pickle.dump((cases, feats, swapped), open(f"runs/s30/ownfeats{'' if stop == 500 else stop}.{m}.pkl", "wb"))
 print(m, len(cases), f"{time.time() - t:.0f}s")

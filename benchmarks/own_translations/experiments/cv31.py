@@ -7,7 +7,7 @@ fit pairs since session 30; 800-1013 judge, labelled blind this session and neve
 Rule, written before any run: the one held-out target (CV_FALSE_ALARMS, the same for both models) is the
 largest of i (7.25%), f (6.5%), f6 (6%) whose pooled held-out "ok flagged" is <= 7.5% for both models (a
 2.5-point margin under the 10% goal: a rate over ~80 acceptable outputs moves ~3.5 points between samples);
-if none, f6. Reads runs/s30/ownfeats800.{m}.pkl (cache31.py).
+if none, f6. Reads runs/s30/ownfeats800.{m}.pkl (`cache30.py MODEL 1 800`).
 """
 from __future__ import annotations
 
