@@ -2,7 +2,8 @@
 each source with the next case's output. Reads no label row with val >= stop.
 
     cache30.py MODEL [THREADS] [STOP]     # STOP 500 (session 29): runs/s30/ownfeats.{m}.pkl;
-                                          # STOP 800 (session 30, cv31.py): runs/s30/ownfeats800.{m}.pkl"""
+                                          # STOP 800 (session 30, cv31.py): runs/s30/ownfeats800.{m}.pkl;
+                                          # STOP 1014 (session 31, cv32.py): runs/s31/ownfeats1014.{m}.pkl"""
 import pickle
 import sys
 import time
@@ -32,5 +33,6 @@ for n, c in enumerate(cases):
     item.free = True
     others.append(item)
 swapped = ff.featurise(tr, rev, others)
-pickle.dump((cases, feats, swapped), open(f"runs/s30/ownfeats{'' if stop == 500 else stop}.{m}.pkl", "wb"))
+out = f"runs/s30/ownfeats{'' if stop == 500 else stop}.{m}.pkl" if stop <= 800 else f"runs/s31/ownfeats{stop}.{m}.pkl"
+pickle.dump((cases, feats, swapped), open(out, "wb"))
 print(m, len(cases), f"{time.time() - t:.0f}s")
