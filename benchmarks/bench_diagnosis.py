@@ -149,14 +149,15 @@ OWN_SIGNALS = {"log p": ("output", -1.0, "log_p"), "entropy": ("output", 1.0, "e
                "rebuild": ("source", -1.0, "rebuild")}
 
 
-def own_table(tr, data_dir, pairs: range = OWN_JUDGE) -> dict:
-    """The own-translation protocol (transformer/diagnosis/own.py) on val[pairs] (OWN_JUDGE: never fitted on):
-    the model's own greedy translations, labelled by two annotators; judged with the free lines (what the app
-    does) and, for comparison, as if they were given translations (the forced-reference lines alone)."""
-    sources = read_split(data_dir, "val", tr.source_lang)
-    cases = own_cases(tr, sources, f"{tr.source_lang}-{tr.target_lang}", pairs.start, pairs.stop)
+def own_table(tr, data_dir, pairs: range = OWN_JUDGE, label_set: str = "val") -> dict:
+    """The own-translation protocol (transformer/diagnosis/own.py) on val[pairs] (OWN_JUDGE: never fitted on)
+    or on the typed set: the model's own greedy translations, labelled by two annotators; judged with the free
+    lines (what the app does) and, for comparison, as if they were given translations (the forced-reference
+    lines alone)."""
+    sources = read_split(data_dir, "val", tr.source_lang) if label_set == "val" else None
+    cases = own_cases(tr, sources, f"{tr.source_lang}-{tr.target_lang}", pairs.start, pairs.stop, label_set)
     if not cases:
-        raise SystemExit(f"no labelled own translation of val {pairs.start}-{pairs.stop - 1} in "
+        raise SystemExit(f"no labelled own translation of {label_set} {pairs.start}-{pairs.stop - 1} in "
                          "benchmarks/own_translations/ yet")
     now = tr.translate_batch([c.source for c in cases])
     same = [c for c, o in zip(cases, now) if o == c.output]          # the labels describe these outputs
@@ -194,8 +195,10 @@ def _renamed(d):
 def print_own(tables: list[dict], args) -> None:
     names = " / ".join(Path(m).name for m in args.models)
     pairs = args.own_pairs
-    fitted = pairs.start < OWN_FIT.stop and OWN_FIT.start < pairs.stop
-    print(f"\nThe models' own greedy translations of val {pairs.start}-{pairs.stop - 1} "
+    fitted = args.own_set == "val" and pairs.start < OWN_FIT.stop and OWN_FIT.start < pairs.stop
+    what = (f"val {pairs.start}-{pairs.stop - 1}" if args.own_set == "val" else
+            "the typed sentences (written as a visitor types them, by people who never read Multi30k)")
+    print(f"\nThe models' own greedy translations of {what} "
           f"({'USED FOR FITTING the free lines' if fitted else 'never fitted on'}), hand-labelled by two annotators "
           f"(benchmarks/own_translations/; {names}; outputs with an error / acceptable / detached: "
           + "; ".join(str(t[("count", "outputs: error / acceptable / detached")]) for t in tables) + "; "
@@ -252,8 +255,11 @@ def main(argv=None) -> int:
                         metavar=("FROM", "TO"), help="the own-translation table's val pairs [FROM, TO) "
                         f"(default {OWN_JUDGE.start} {OWN_JUDGE.stop}: never fitted on; the free lines are fitted "
                         f"on {OWN_FIT.start}-{OWN_FIT.stop - 1})")
+    parser.add_argument("--own-set", choices=["val", "typed"], default="val",
+                        help="the own-translation table's sentences: Multi30k val (--own-pairs), or the typed set "
+                        "(benchmarks/own_translations/typed.*.jsonl, all rows)")
     args = parser.parse_args(argv)
-    args.own_pairs = range(*args.own_pairs)
+    args.own_pairs = range(*args.own_pairs) if args.own_set == "val" else range(0, 10 ** 9)
     if args.n > FIT_FROM:
         parser.error(f"--n {args.n}: the sentence model was fitted on val pairs {FIT_FROM} onwards; "
                      f"the benchmark must stay within val[:{FIT_FROM}]")
@@ -266,7 +272,7 @@ def main(argv=None) -> int:
             print(f"{path}: on a {tokens}-piece output translate(capture=True) {b * 1000:.1f} ms, with diagnose=True "
                   f"{d * 1000:.1f} ms, ratio {d / b:.2f} ({args.threads} threads)", flush=True)
         return 0
-    own = [own_table(Translator.load(path), data_dir, args.own_pairs) for path in args.models]
+    own = [own_table(Translator.load(path), data_dir, args.own_pairs, args.own_set) for path in args.models]
     if args.own_only:
         print_own(own, args)
         return 0

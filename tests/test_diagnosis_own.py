@@ -113,6 +113,27 @@ def test_own_labels_count_words_both_annotators_list_and_the_later_copy():
     assert one.tolist() == [0, -1, 0, 0, -1, -1, -1]           # one annotator only: left out
 
 
+def test_a_typed_rows_source_is_its_own_and_val_rows_read_val(en_de, tmp_path, monkeypatch):
+    import json
+    from transformer.diagnosis import own
+    label = {"omitted": ["school"], "wrong": [], "minor": False, "ok": False, "detached": False}
+    good = {"omitted": [], "wrong": [], "minor": False, "ok": True, "detached": False}
+    typed = [{"typed": 0, "source": "A dog runs next to the school.", "output": "Ein Hund rennt.", "A": label,
+              "B": label},
+             {"typed": 1, "source": "A cat.", "output": "Eine Katze.", "A": good, "B": good}]
+    (tmp_path / "typed.en-de.jsonl").write_text("\n".join(json.dumps(r) for r in typed), encoding="utf-8")
+    (tmp_path / "en-de.jsonl").write_text(json.dumps({"val": 1, "output": "Ein Hund.", "A": good, "B": good}),
+                                          encoding="utf-8")
+    monkeypatch.setattr(own, "LABELS_DIR", tmp_path)
+    cases = own.own_cases(en_de, None, "en-de", label_set="typed")
+    assert [(c.pair, c.source, c.bad, c.ok) for c in cases] == [
+        (0, "A dog runs next to the school.", True, False), (1, "A cat.", False, True)]
+    school = cases[0].item.source_pieces.index("\u2581school")
+    assert cases[0].source_labels[school] == 1 and cases[0].source_labels[school - 1] == 0
+    val = own.own_cases(en_de, ["zero", "A dog."], "en-de")
+    assert [(c.pair, c.source, c.output) for c in val] == [(1, "A dog.", "Ein Hund.")]
+
+
 def test_an_item_of_a_free_translation_is_marked_free(en_de):
     from transformer.diagnosis.scores import item_of
     free, given = en_de.translate("A dog.", capture=False), en_de.translate("A dog.", target="Ein Hund.", capture=False)

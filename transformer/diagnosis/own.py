@@ -7,6 +7,9 @@ A word counts as an error when both annotators list it and as correct when neith
 lists are left out (the brief). A listed output word that the output writes more than once is its later
 copies (the brief lists "the repeated copy"). val[OWN_FIT] fits the free lines (fit_free.py); val[OWN_JUDGE],
 labelled after the lines were frozen, judges them (benchmarks/bench_diagnosis.py --own-only).
+
+The typed set (typed.{pair}.jsonl, session 31) is sentences written as a visitor types them, by people who never
+read Multi30k, each row with its own source ("typed": its index): nothing fits on it, it judges once.
 """
 from __future__ import annotations
 
@@ -24,12 +27,13 @@ from .word_align import words
 LABELS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "own_translations"
 OWN_FIT = range(0, 800)       # fits the free lines (chosen by cross-validation within it)
 OWN_JUDGE = range(800, 1014)  # judges them: labelled after the fit was frozen, never fitted on
+LABEL_SETS = {"val": "{pair}.jsonl", "typed": "typed.{pair}.jsonl"}    # the typed rows carry their source
 SPECIAL_PIECES = {"</s>", "<s>", "<pad>", "<unk>"}
 
 
 @dataclass
 class OwnCase:
-    pair: int                   # val index
+    pair: int                   # val index (the typed set: its own index)
     source: str
     output: str                 # the translation that was labelled
     ok: bool                    # both annotators: nothing omitted, nothing wrong
@@ -40,8 +44,8 @@ class OwnCase:
     output_labels: np.ndarray | None = None    # (T,)
 
 
-def read_labels(pair: str) -> list[dict]:
-    path = LABELS_DIR / f"{pair}.jsonl"
+def read_labels(pair: str, label_set: str = "val") -> list[dict]:
+    path = LABELS_DIR / LABEL_SETS[label_set].format(pair=pair)
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -75,17 +79,19 @@ def _labels(pieces: list, text: str, a: list, b: list, copies: bool) -> np.ndarr
     return out
 
 
-def own_cases(tr, sources: list[str], pair: str, start: int = 0, stop: int | None = None) -> list[OwnCase]:
-    """The labelled own translations of val[start:stop], with items (free) and per-piece labels; sources:
-    all of val in the model's source language."""
+def own_cases(tr, sources: list[str] | None, pair: str, start: int = 0, stop: int | None = None,
+              label_set: str = "val") -> list[OwnCase]:
+    """The labelled own translations of rows [start, stop) of a label set, with items (free) and per-piece
+    labels; sources: all of val in the model's source language (the typed set's rows carry their own)."""
     from .signals import make_item
     cases = []
-    for row in read_labels(pair):
-        i = row["val"]
+    key = "val" if label_set == "val" else "typed"
+    for row in read_labels(pair, label_set):
+        i = row[key]
         if i < start or (stop is not None and i >= stop):
             continue
         a, b = row["A"], row["B"]
-        c = OwnCase(i, sources[i], row["output"], a["ok"] and b["ok"], not a["ok"] and not b["ok"],
+        c = OwnCase(i, row["source"] if "source" in row else sources[i], row["output"], a["ok"] and b["ok"], not a["ok"] and not b["ok"],
                     a["detached"] and b["detached"])
         c.item = make_item(tr, c.source, c.output)
         c.item.free = True
