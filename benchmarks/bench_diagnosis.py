@@ -149,9 +149,9 @@ OWN_SIGNALS = {"log p": ("output", -1.0, "log_p"), "entropy": ("output", 1.0, "e
                "rebuild": ("source", -1.0, "rebuild")}
 
 
-def own_table(tr, data_dir, pairs: range = OWN_JUDGE, label_set: str = "val") -> dict:
-    """The own-translation protocol (transformer/diagnosis/own.py) on val[pairs] (OWN_JUDGE: never fitted on)
-    or on the typed set: the model's own greedy translations, labelled by two annotators; judged with the free
+def own_table(tr, data_dir, pairs: range = range(0, 10 ** 9), label_set: str = OWN_JUDGE) -> dict:
+    """The own-translation protocol (transformer/diagnosis/own.py) on the typed set (OWN_JUDGE: never fitted
+    on) or on val[pairs] (fitted on): the model's own greedy translations, labelled by two annotators; judged with the free
     lines (what the app does) and, for comparison, as if they were given translations (the forced-reference
     lines alone)."""
     sources = read_split(data_dir, "val", tr.source_lang) if label_set == "val" else None
@@ -251,13 +251,12 @@ def main(argv=None) -> int:
     parser.add_argument("--no-alti", action="store_true", help="skip the ALTI+ and Wass-to-Unif rows (slow)")
     parser.add_argument("--speed", action="store_true", help="only the speed ratio, on a ~20-piece val sentence")
     parser.add_argument("--own-only", action="store_true", help="only the own-translation table (issue 51)")
-    parser.add_argument("--own-pairs", nargs=2, type=int, default=[OWN_JUDGE.start, OWN_JUDGE.stop],
-                        metavar=("FROM", "TO"), help="the own-translation table's val pairs [FROM, TO) "
-                        f"(default {OWN_JUDGE.start} {OWN_JUDGE.stop}: never fitted on; the free lines are fitted "
-                        f"on {OWN_FIT.start}-{OWN_FIT.stop - 1})")
-    parser.add_argument("--own-set", choices=["val", "typed"], default="val",
-                        help="the own-translation table's sentences: Multi30k val (--own-pairs), or the typed set "
-                        "(benchmarks/own_translations/typed.*.jsonl, all rows)")
+    parser.add_argument("--own-pairs", nargs=2, type=int, default=[OWN_FIT.start, OWN_FIT.stop],
+                        metavar=("FROM", "TO"), help="with --own-set val: the val pairs [FROM, TO) (the free lines "
+                        f"are fitted on {OWN_FIT.start}-{OWN_FIT.stop - 1})")
+    parser.add_argument("--own-set", choices=["typed", "val"], default=OWN_JUDGE,
+                        help="the own-translation table's sentences: the typed set (default; never fitted on: "
+                        "benchmarks/own_translations/typed.*.jsonl), or Multi30k val (--own-pairs; fitted on)")
     args = parser.parse_args(argv)
     args.own_pairs = range(*args.own_pairs) if args.own_set == "val" else range(0, 10 ** 9)
     if args.n > FIT_FROM:

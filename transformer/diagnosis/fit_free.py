@@ -1,6 +1,6 @@
 """The free lines (issue 51): the weights a model's own translation is judged by, the "free" part of
 MODEL_DIR/diagnosis.json, fitted on the hand-labelled own translations of Multi30k val[OWN_FIT] (own.py);
-the benchmark judges on val[OWN_JUDGE], which nothing here reads.
+the benchmark judges on the typed set (own.OWN_JUDGE), which nothing here reads.
 
 - the output-word and source-word models: monotone logistic regressions (fit.fit_monotone) on
   free.FREE_OUTPUT_FEATURES / FREE_SOURCE_FEATURES, over words both annotators list (1) or neither (0);

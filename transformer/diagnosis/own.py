@@ -5,11 +5,10 @@ each annotator's omitted source words, wrong output words, ok and detached.
 
 A word counts as an error when both annotators list it and as correct when neither does; words only one
 lists are left out (the brief). A listed output word that the output writes more than once is its later
-copies (the brief lists "the repeated copy"). val[OWN_FIT] fits the free lines (fit_free.py); val[OWN_JUDGE],
-labelled after the lines were frozen, judges them (benchmarks/bench_diagnosis.py --own-only).
-
-The typed set (typed.{pair}.jsonl, session 31) is sentences written as a visitor types them, by people who never
-read Multi30k, each row with its own source ("typed": its index): nothing fits on it, it judges once.
+copies (the brief lists "the repeated copy"). val[OWN_FIT] fits the free lines (fit_free.py). The typed set
+(typed.{pair}.jsonl, OWN_JUDGE, session 31), labelled after the lines were frozen, judges them
+(benchmarks/bench_diagnosis.py --own-only): sentences written as a visitor types them, by people who never read
+Multi30k, each row with its own source ("typed": its index). Nothing fits on it.
 """
 from __future__ import annotations
 
@@ -25,8 +24,8 @@ from .signals import Item, is_punctuation, word_groups
 from .word_align import words
 
 LABELS_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "own_translations"
-OWN_FIT = range(0, 800)       # fits the free lines (chosen by cross-validation within it)
-OWN_JUDGE = range(800, 1014)  # judges them: labelled after the fit was frozen, never fitted on
+OWN_FIT = range(0, 800)       # val pairs that fit the free lines (chosen by cross-validation within them)
+OWN_JUDGE = "typed"           # the label set that judges them: labelled after the fit was frozen
 LABEL_SETS = {"val": "{pair}.jsonl", "typed": "typed.{pair}.jsonl"}    # the typed rows carry their source
 SPECIAL_PIECES = {"</s>", "<s>", "<pad>", "<unk>"}
 

@@ -10,6 +10,11 @@ Rule, written before any run (cv31's, on more pairs): the one held-out target (C
 both models) is the largest of i (7.25%), f (6.5%), f6 (6%) whose pooled held-out "ok flagged" is <= 7.5% for
 both models; if none, f6. The free lines are then refitted on val 0-1013 (OWN_FIT) with
 `python -m transformer.diagnosis.fit_free`. Reads runs/s31/ownfeats1014.{m}.pkl (`cache30.py MODEL 1 1014`).
+
+Outcome, before any typed label was read: i's held-out "ok flagged" was 6.4% (en-de) and 6.8% (de-en), so the
+rule kept 7.25% (f and f6 were not needed and were stopped). The refit on 0-1013 (budgets 6.5% / 7%) lost one of
+the issue's six cases ("... next to their school.": "school" 0.38, under the line), so it was not shipped: the
+frozen lines stay session 30's (OWN_FIT 0-799), and the typed set judges those.
 """
 from __future__ import annotations
 
