@@ -1,5 +1,6 @@
 """Exact counts behind bench_diagnosis --own-only's rates (the rates print as whole percents), and the acceptable
-outputs that get a flag: PYTHONPATH=. python benchmarks/own_translations/experiments/counts30.py en-de 500 800"""
+outputs that get a flag: PYTHONPATH=. python benchmarks/own_translations/experiments/counts30.py en-de 500 800
+(`... en-de 0 999 typed`: the typed set, session 31)"""
 import sys
 
 import numpy as np
@@ -13,7 +14,9 @@ from transformer.training.data import read_split
 torch.set_num_threads(1)
 m, lo, hi = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 tr = Translator.load(f"pretrained/{m}")
-cases = own_cases(tr, read_split("../shared/data/multi30k", "val", tr.source_lang), m, lo, hi)
+label_set = sys.argv[4] if len(sys.argv) > 4 else "val"
+sources = read_split("../shared/data/multi30k", "val", tr.source_lang) if label_set == "val" else None
+cases = own_cases(tr, sources, m, lo, hi, label_set)
 ds = diagnose_items(tr, [c.item for c in cases])
 special = frozenset(tr.engine.special_ids)
 hits = total = 0
@@ -29,4 +32,4 @@ print(f"{m} {lo}-{hi - 1} outputs with an error flagged: {sum(bad)} / {len(bad)}
       f"{sum(bool(d.flags) for _, d in ok)} / {len(ok)}")
 for c, d in ok:
     if d.flags:
-        print(f"  val {c.pair}: {c.source}  ->  {c.output}  |  {d.summary}")
+        print(f"  {label_set} {c.pair}: {c.source}  ->  {c.output}  |  {d.summary}")
