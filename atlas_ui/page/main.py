@@ -60,7 +60,12 @@ def page() -> None:
     configure_torch(torch_threads())
     state.boot_from_url(URL_FIELDS)
     room.boot()                                        # a room link: follow it, or drive it with its key
-    room.follow(URL_FIELDS)                            # a follower takes the presenter's view, before any widget
+    with room.follower_turn(room.following_moves()):   # a room's followers take turns on a move
+        room.follow(URL_FIELDS)                        # a follower takes the presenter's view, before any widget
+        page_body()
+
+
+def page_body() -> None:
     folder = models_dir()
     named = extra_models()                             # `attention-atlas MODEL ...`: the first one opens
     models = {**named, **find_models(str(folder))}

@@ -12,8 +12,11 @@ in its session and its own URL only, never in a link the page shows. Public Stre
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import re
+import threading
 
 import streamlit as st
 
@@ -23,6 +26,7 @@ from .landing import LANDED
 from .share import markdown_safe_url, qr_svg, share_url
 from ..server.room_http import version_url
 from ..server.room_store import store
+from ..server.settings import follower_runs
 from ..server.rooms import NotPresenter, RoomClosed, RoomStore, new_follower, valid_id
 
 ROOM, KEY, FOLLOWING = "room_id", "room_key", "room_following"     # session keys
@@ -186,6 +190,35 @@ def follow(extra_fields=()) -> None:
     st.session_state.pop(BRANCH_STATE, None)       # the presenter's branch, read from its fields
     st.session_state[LANDED] = True                # the presenter chose the head: no first screen
     st.session_state[APPLIED], st.session_state[BASELINE] = version, None
+
+
+@functools.lru_cache(maxsize=None)
+def _follower_slots(count: int) -> threading.BoundedSemaphore:
+    return threading.BoundedSemaphore(count)
+
+
+def following_moves() -> bool:
+    """A follower that has joined (its first run applied the room's state): its runs follow moves, which
+    come to every follower at once. A joining follower's first run does not wait (followers join over
+    seconds, and a first run that waited for turns doubled the joining p95)."""
+    return bool(st.session_state.get(FOLLOWING)) and st.session_state.get(APPLIED) is not None
+
+
+@contextlib.contextmanager
+def follower_turn(follower: bool, count: int | None = None):
+    """A follower's run waits for its turn (follower_runs() at once in this process): a move starts one
+    run per follower at once, and runs that all share the GIL all end late, while runs that take turns end
+    one after another, so the first followers see the move early and the crowd's CPU goes to runs, not to
+    switching between threads. Other runs (the presenter's, a visitor's) never wait."""
+    if not follower:
+        yield
+        return
+    slots = _follower_slots(count or follower_runs())
+    slots.acquire()
+    try:
+        yield
+    finally:
+        slots.release()
 
 
 def _detach() -> None:

@@ -69,6 +69,11 @@ def max_concurrent(environ=os.environ) -> int:
     return _positive_int(environ, "ATLAS_MAX_CONCURRENT", 2)
 
 
+def follower_runs(environ=os.environ) -> int:
+    """A room's follower runs allowed at once in this process: $ATLAS_ROOM_RUNS, else 1."""
+    return _positive_int(environ, "ATLAS_ROOM_RUNS", 1)
+
+
 def extra_models(environ=os.environ) -> dict:
     """name -> path or hub id of the models named on the command line (`attention-atlas MODEL ...`
     passes them in $ATLAS_MODELS, separated by os.pathsep)."""
