@@ -23,16 +23,17 @@ cv30.CONFIGS["f6"] = (cv30.FREE_OUTPUT_FEATURES, None, 0.06, ff.FREE_BUDGETS, "h
 N = 800
 
 
-def load(m):
-    cases, feats, swapped = pickle.load(open(f"runs/s30/ownfeats800.{m}.pkl", "rb"))
-    assert max(c.pair for c in cases) < N
+def load(m, n=N, features="runs/s30/ownfeats800.{m}.pkl"):
+    cases, feats, swapped = pickle.load(open(features.format(m=m), "rb"))
+    assert max(c.pair for c in cases) < n
     return cases, cv30.extend(cases, feats), cv30.extend(cases, swapped, 1)
 
 
-if __name__ == "__main__":
-    cv30.N_PAIRS = N
-    m, names = sys.argv[1], sys.argv[2:] or ["i", "f", "f6"]
-    cases, feats, swapped = load(m)
+def main(argv, n=N, features="runs/s30/ownfeats800.{m}.pkl", out="runs/s30/cv800.{m}.jsonl"):
+    """cv30's candidates on val 0-(n-1): one line each, and a JSON row in `out`."""
+    cv30.N_PAIRS = n
+    m, names = argv[0], argv[1:] or ["i", "f", "f6"]
+    cases, feats, swapped = load(m, n, features)
     special = cv30.special_ids(m)
     for name in names:
         t0 = time.time()
@@ -40,6 +41,10 @@ if __name__ == "__main__":
         cells = "  ".join(f"{cv30.SHORT[k]} {mean[k]:.3f} [{spread[k][0]:.3f}-{spread[k][1]:.3f}]"
                           for k in cv30.SHORT if k in mean)
         print(f"{m} {name}: {cells}  budgets {budgets_seen}  counts {counts}  ({time.time() - t0:.0f}s)", flush=True)
-        with open(f"runs/s30/cv800.{m}.jsonl", "a") as fh:
+        with open(out.format(m=m), "a") as fh:
             fh.write(json.dumps({"model": m, "config": name, "mean": {cv30.SHORT[k]: v for k, v in mean.items() if k in cv30.SHORT},
                                  "chosen": chosen, "counts": counts}) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

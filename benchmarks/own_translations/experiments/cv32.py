@@ -18,35 +18,9 @@ frozen lines stay session 30's (OWN_FIT 0-799), and the typed set judges those.
 """
 from __future__ import annotations
 
-import json
-import pickle
 import sys
-import time
 
-import cv30
-from transformer.diagnosis import fit_free as ff
-
-cv30.CONFIGS["f6"] = (cv30.FREE_OUTPUT_FEATURES, None, 0.06, ff.FREE_BUDGETS, "hard")
-N = 1014
-
-
-def load(m):
-    cases, feats, swapped = pickle.load(open(f"runs/s31/ownfeats{N}.{m}.pkl", "rb"))
-    assert max(c.pair for c in cases) < N
-    return cases, cv30.extend(cases, feats), cv30.extend(cases, swapped, 1)
-
+import cv31
 
 if __name__ == "__main__":
-    cv30.N_PAIRS = N
-    m, names = sys.argv[1], sys.argv[2:] or ["i", "f", "f6"]
-    cases, feats, swapped = load(m)
-    special = cv30.special_ids(m)
-    for name in names:
-        t0 = time.time()
-        mean, spread, budgets_seen, chosen, counts = cv30.run(m, name, cases, feats, swapped, special)
-        cells = "  ".join(f"{cv30.SHORT[k]} {mean[k]:.3f} [{spread[k][0]:.3f}-{spread[k][1]:.3f}]"
-                          for k in cv30.SHORT if k in mean)
-        print(f"{m} {name}: {cells}  budgets {budgets_seen}  counts {counts}  ({time.time() - t0:.0f}s)", flush=True)
-        with open(f"runs/s31/cv{N}.{m}.jsonl", "a") as fh:
-            fh.write(json.dumps({"model": m, "config": name, "mean": {cv30.SHORT[k]: v for k, v in mean.items() if k in cv30.SHORT},
-                                 "chosen": chosen, "counts": counts}) + "\n")
+    cv31.main(sys.argv[1:], 1014, "runs/s31/ownfeats1014.{m}.pkl", "runs/s31/cv1014.{m}.jsonl")
