@@ -205,20 +205,22 @@ def following_moves() -> bool:
 
 
 @contextlib.contextmanager
-def follower_turn(follower: bool, count: int | None = None):
+def follower_turn(follower: bool, count: int | None = None, wait: float = 30.0):
     """A follower's run waits for its turn (follower_runs() at once in this process): a move starts one
     run per follower at once, and runs that all share the GIL all end late, while runs that take turns end
     one after another, so the first followers see the move early and the crowd's CPU goes to runs, not to
-    switching between threads. Other runs (the presenter's, a visitor's) never wait."""
+    switching between threads. Other runs (the presenter's, a visitor's) never wait, and a follower waits
+    at most `wait` s (then it runs anyway: a stuck run must not stop the room)."""
     if not follower:
         yield
         return
     slots = _follower_slots(count or follower_runs())
-    slots.acquire()
+    turn = slots.acquire(timeout=wait)
     try:
         yield
     finally:
-        slots.release()
+        if turn:
+            slots.release()
 
 
 def _detach() -> None:
