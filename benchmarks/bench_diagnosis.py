@@ -197,7 +197,7 @@ def print_own(tables: list[dict], args) -> None:
     pairs = args.own_pairs
     fitted = args.own_set == "val" and pairs.start < OWN_FIT.stop and OWN_FIT.start < pairs.stop
     what = (f"val {pairs.start}-{pairs.stop - 1}" if args.own_set == "val" else
-            "the typed sentences (written as a visitor types them, by people who never read Multi30k)")
+            "the typed sentences (written as a visitor types them, by people told not to read Multi30k)")
     print(f"\nThe models' own greedy translations of {what} "
           f"({'USED FOR FITTING the free lines' if fitted else 'never fitted on'}), hand-labelled by two annotators "
           f"(benchmarks/own_translations/; {names}; outputs with an error / acceptable / detached: "

@@ -7,7 +7,7 @@ A word counts as an error when both annotators list it and as correct when neith
 lists are left out (the brief). A listed output word that the output writes more than once is its later
 copies (the brief lists "the repeated copy"). val[OWN_FIT] fits the free lines (fit_free.py). The typed set
 (typed.{pair}.jsonl, OWN_JUDGE, session 31), labelled after the lines were frozen, judges them
-(benchmarks/bench_diagnosis.py --own-only): sentences written as a visitor types them, by people who never read
+(benchmarks/bench_diagnosis.py --own-only): sentences written as a visitor types them, by people told not to read
 Multi30k, each row with its own source ("typed": its index). Nothing fits on it.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Session 31: each shipped model's greedy translation (what the app shows) of the typed sentences
-(runs/s31/typed/sources.{lang}.txt, written by helpers who never read Multi30k; a sentence found verbatim in
+(runs/s31/typed/sources.{lang}.txt, written by helpers told not to read Multi30k; a sentence found verbatim in
 Multi30k train or val is dropped) as annotation items runs/s31/typed/items.{pair}.jsonl: typed index, source,
 output (no reference: the annotators judge the output against the source)."""
 import gzip
