@@ -149,11 +149,14 @@ OWN_SIGNALS = {"log p": ("output", -1.0, "log_p"), "entropy": ("output", 1.0, "e
                "rebuild": ("source", -1.0, "rebuild")}
 
 
-def own_table(tr, data_dir, pairs: range = range(0, 10 ** 9), label_set: str = OWN_JUDGE) -> dict:
-    """The own-translation protocol (transformer/diagnosis/own.py) on the typed set (OWN_JUDGE: never fitted
-    on) or on val[pairs] (fitted on): the model's own greedy translations, labelled by two annotators; judged with the free
-    lines (what the app does) and, for comparison, as if they were given translations (the forced-reference
-    lines alone)."""
+ALL_ROWS = range(0, 10 ** 9)     # every row of a label set
+
+
+def own_table(tr, data_dir, pairs: range = ALL_ROWS, label_set: str = OWN_JUDGE) -> dict:
+    """The own-translation protocol (transformer/diagnosis/own.py) on the typed set (OWN_JUDGE: never
+    fitted on) or on val[pairs] (fitted on): the model's own greedy translations, labelled by two
+    annotators; judged with the free lines (what the app does) and, for comparison, as if they were given
+    translations (the forced-reference lines alone)."""
     sources = read_split(data_dir, "val", tr.source_lang) if label_set == "val" else None
     cases = own_cases(tr, sources, f"{tr.source_lang}-{tr.target_lang}", pairs.start, pairs.stop, label_set)
     if not cases:
@@ -258,7 +261,7 @@ def main(argv=None) -> int:
                         help="the own-translation table's sentences: the typed set (default; never fitted on: "
                         "benchmarks/own_translations/typed.*.jsonl), or Multi30k val (--own-pairs; fitted on)")
     args = parser.parse_args(argv)
-    args.own_pairs = range(*args.own_pairs) if args.own_set == "val" else range(0, 10 ** 9)
+    args.own_pairs = range(*args.own_pairs) if args.own_set == "val" else ALL_ROWS
     if args.n > FIT_FROM:
         parser.error(f"--n {args.n}: the sentence model was fitted on val pairs {FIT_FROM} onwards; "
                      f"the benchmark must stay within val[:{FIT_FROM}]")

@@ -4,10 +4,10 @@ A room is a version number and the presenter's share-link fields (the same dict 
 into its URL), kept in one process's memory behind a lock. Only the holder of the room's secret key
 publishes; everyone else can only read. Followers poll `version()` (a dict lookup under the lock),
 over HTTP (atlas_ui/server/room_http.py), and rerun the page only when it changed. This module knows
-nothing of Streamlit, so the store is unit-tested directly; `store()` is the process's one store,
-reached by the pages (atlas_ui/page/room.py) and by the HTTP route alike (room_store.store()). Several processes behind
-serving.proxy: the room link carries the presenter's route, so nginx sends its followers to the
-process that owns the room (docs/serving.md).
+nothing of Streamlit, so the store is unit-tested directly. The process's one store, reached by the
+pages (atlas_ui/page/room.py) and by the HTTP route alike, is room_store.store(): this in-memory store,
+or, with ATLAS_ROOM_DIR set (serving.proxy's processes), room_store.SharedRoomStore, whose files every
+process reads. An in-memory room behind a proxy is found by the route its link carries (docs/serving.md).
 """
 from __future__ import annotations
 

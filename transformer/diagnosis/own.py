@@ -84,13 +84,13 @@ def own_cases(tr, sources: list[str] | None, pair: str, start: int = 0, stop: in
     labels; sources: all of val in the model's source language (the typed set's rows carry their own)."""
     from .signals import make_item
     cases = []
-    key = "val" if label_set == "val" else "typed"
     for row in read_labels(pair, label_set):
-        i = row[key]
+        i = row[label_set]                      # a row's index is named after its set ("val", "typed")
         if i < start or (stop is not None and i >= stop):
             continue
         a, b = row["A"], row["B"]
-        c = OwnCase(i, row["source"] if "source" in row else sources[i], row["output"], a["ok"] and b["ok"], not a["ok"] and not b["ok"],
+        source = row["source"] if "source" in row else sources[i]
+        c = OwnCase(i, source, row["output"], a["ok"] and b["ok"], not a["ok"] and not b["ok"],
                     a["detached"] and b["detached"])
         c.item = make_item(tr, c.source, c.output)
         c.item.free = True
