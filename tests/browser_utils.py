@@ -192,10 +192,14 @@ PHONE_AGENT = ("Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHT
                "Chrome/131.0.0.0 Mobile Safari/537.36")
 
 
-def new_page(browser, viewport=(1440, 1100), phone: bool = False):
+def new_page(browser, viewport=(1440, 1100), phone: bool = False, dark: bool = False):
     """A blank page in a context of its own, with the run tracker; console and page errors collect
-    in page.problems. `phone`: a phone's browser (its User-Agent and touch). Open a link with load."""
+    in page.problems. `phone`: a phone's browser (its User-Agent and touch). `dark`: a system set to
+    dark mode (prefers-color-scheme: dark): the app names no theme (.streamlit/config.toml), so
+    Streamlit's "Use system setting" draws it in its dark theme, as a visitor in dark mode sees it.
+    Open a link with load."""
     context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]}, accept_downloads=True,
+                                  color_scheme="dark" if dark else "light",
                                   **(dict(user_agent=PHONE_AGENT, has_touch=True) if phone else {}))
     context.add_init_script(run_tracker_js())
     page = context.new_page()
@@ -230,13 +234,13 @@ class Pages:
     def __init__(self, browser):
         self._browser, self._pages = browser, {}
 
-    def open(self, url: str, viewport=(1440, 1100), phone: bool = False):
-        """The pooled page for this window, at its size again (a test may have resized it), on `url`
-        after its first script run."""
-        key = (tuple(viewport), phone)
+    def open(self, url: str, viewport=(1440, 1100), phone: bool = False, dark: bool = False):
+        """The pooled page for this window (and system colour scheme, new_page), at its size again (a
+        test may have resized it), on `url` after its first script run."""
+        key = (tuple(viewport), phone, dark)
         page = self._pages.get(key)
         if page is None or page.is_closed():
-            page = self._pages[key] = new_page(self._browser, viewport, phone)
+            page = self._pages[key] = new_page(self._browser, viewport, phone, dark)
         else:
             # what a fresh context would not have: the last link's storage (Streamlit keeps the
             # sidebar's state and the theme in localStorage, per origin) and cookies

@@ -40,7 +40,7 @@ def pytest_xdist_auto_num_workers(config):
 
 
 # ---- markers: `-m "not browser and not hf and not slow"` runs the fast tests ----------------------
-BROWSER_FIXTURES = {"browser", "pages", "app_url", "dark_app_url"}      # Chromium through Playwright, an app server
+BROWSER_FIXTURES = {"browser", "pages", "app_url"}      # Chromium through Playwright, an app server
 HF_FIXTURES = {"hf_dirs"}                        # the tiny Hugging Face models of tests/hf_tiny.py
 SLOW_MODULES = {"test_analyze", "test_cli", "test_pretrained", "test_server_process", "test_serving",
                 "test_training"}                 # corpus runs, servers, training: seconds a test
@@ -360,14 +360,6 @@ def screenshots(tmp_path_factory) -> Path:
 def app_url(tmp_path_factory):
     from browser_utils import running_app
     with running_app(tmp_path_factory.mktemp("streamlit")) as url:
-        yield url
-
-
-@pytest.fixture(scope="session")
-def dark_app_url(tmp_path_factory):
-    """The app served in Streamlit's dark theme, one server for every test that needs it."""
-    from browser_utils import running_app
-    with running_app(tmp_path_factory.mktemp("streamlit-dark"), ("--theme.base", "dark")) as url:
         yield url
 
 

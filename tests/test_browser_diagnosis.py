@@ -78,8 +78,9 @@ def relative_luminance(css_colour: str) -> float:
     return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
 
 
-def test_the_diagnosis_line_is_readable_in_the_dark_theme(pages, dark_app_url):
-    page = pages.open(link(dark_app_url, sentence=SENTENCE, ref=DETACHED), viewport=(1280, 720))
+def test_the_diagnosis_line_is_readable_in_the_dark_theme(pages, app_url):
+    """In a browser whose system is in dark mode, which the app's theme follows (browser_utils.new_page)."""
+    page = pages.open(link(app_url, sentence=SENTENCE, ref=DETACHED), viewport=(1280, 720), dark=True)
     wait_for_text(page, "Diagnosis: ")
     colours = page.evaluate("""() => {
         const note = document.querySelector('.aa-diagnosis');
