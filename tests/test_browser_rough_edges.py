@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from browser_utils import GROWN_MARGINS, NEEDS_BROWSER, chart_share, script_run, wait_charts_drawn
-from test_browser_room import CUT_BUTTONS, PROJECTOR, SENTENCES, view_link
+from test_browser_room import CHURCH, CUT_BUTTONS, PROJECTOR, SENTENCES, X_LABEL_BOXES, boxes_apart, view_link
 
 pytestmark = NEEDS_BROWSER
 SIDEBAR_OPEN = """() => { const s = document.querySelector('[data-testid="stSidebar"]');
@@ -30,35 +30,22 @@ def test_head_summary_keeps_the_undo_buttons_words(pages, app_url, present, scre
     assert page.problems == []
 
 
-# ---- an 18-word sentence whose last words are long: "▁church" ran onto "." (issue 52) ------------------
-CHURCH = "A man in a red jacket is riding his bicycle down a narrow street past an old church."
+# ---- an 18-word sentence whose last words are long (test_browser_room.CHURCH) ----------------------
+# Presenter mode is checked on every view's link in test_browser_room.test_presenter_charts_are_legible_on_a_projector.
 MODES = {"plain": {}, "presenter": {"present": 1}}
-# each chart's x tick labels as drawn (.xtick, and .x2tick ... of its other x axes): their boxes on the
-# screen (getBoundingClientRect: upright boxes, so a tilted label's box reaches over its neighbour's
-# as its ink does)
-X_LABEL_BOXES = """() => Array.from(document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot'))
-  .map(gd => Array.from(new Set(gd.querySelectorAll('.xtick text, .xaxislayer-above text')))
-    .filter(t => t.textContent.trim())
-    .map(t => { const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.top, r.right, r.bottom]; }))"""
 
 
-def boxes_apart(boxes) -> list:
-    return [(a[0], b[0]) for i, a in enumerate(boxes) for b in boxes[i + 1:]
-            if a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5 and a[2] < b[4] - 0.5 and b[2] < a[4] - 0.5]
-
-
-@pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("view", ["Heatmap", "Layer grid", "Overview", "Beam", "Ablation", "Attribution",
                                   "Diagnosis"])
-def test_x_tick_labels_never_touch_their_neighbours(pages, app_url, view, mode):
+def test_x_tick_labels_never_touch_their_neighbours(pages, app_url, view):
     """Tilted 30 degrees, "▁church" reached over "."; labels that do not fit side by side now stand
     upright (or every k-th stays), and no two label boxes overlap."""
-    page = pages.open(view_link(app_url, view, CHURCH, **MODES[mode]), viewport=PROJECTOR)
+    page = pages.open(view_link(app_url, view, CHURCH), viewport=PROJECTOR)
     wait_charts_drawn(page)
     charts = page.evaluate(X_LABEL_BOXES)
     assert any(len(boxes) > 15 for boxes in charts), f"{view}: the test needs a chart with the sentence's pieces"
     for boxes in charts:
-        assert boxes_apart(boxes) == [], f"{view}, {mode}"
+        assert boxes_apart(boxes) == [], view
     assert page.problems == []
 
 
