@@ -16,9 +16,11 @@ from browser_utils import GROWN_MARGINS, NEEDS_BROWSER, chart_share, script_run,
 
 pytestmark = NEEDS_BROWSER
 PROJECTOR, PHONE = (1280, 720), (390, 844)
+SENTENCES = {10: "A little girl climbs the stairs to the red house.",
+             18: "Two men in blue shirts and a woman in a red dress walk their dog on the beach."}
 # 18 words whose last words are long: tilted 30 degrees, "▁church" ran onto "." (issue 52)
 CHURCH = "A man in a red jacket is riding his bicycle down a narrow street past an old church."
-SENTENCES = {10: "A little girl climbs the stairs to the red house.", 18: CHURCH}
+PROJECTOR_SENTENCES = {10: SENTENCES[10], 18: CHURCH}
 # the share-link parameters a view needs to show its picture (Beam: beam search; Ablation: heads off)
 LINK_PARAMS = {"Decoding steps": {"step": 3}, "Beam": {"beam": 4},
                "Ablation": {"ablate": "cross:2:0,cross:2:1,cross:2:2,cross:2:3"}}
@@ -103,13 +105,13 @@ def test_the_overlap_check_sees_overlap_and_tilted_neighbours_apart():
     assert not boxes_overlap(tilted, [(x + 6, y + 6) for x, y in tilted])
 
 
-@pytest.mark.parametrize("words", sorted(SENTENCES))
+@pytest.mark.parametrize("words", sorted(PROJECTOR_SENTENCES))
 @pytest.mark.parametrize("view", list(VIEWS))
 def test_presenter_charts_are_legible_on_a_projector(pages, app_url, view, words):
     """Presenter mode at 1280x720: no sidebar, the main chart fills at least 60% of the window's
     height, every chart is drawn in one pass in presenter type (browser_utils.GROWN_MARGINS), and its
     text labels are legible (below)."""
-    page = pages.open(view_link(app_url, view, SENTENCES[words], present=1), viewport=PROJECTOR)
+    page = pages.open(view_link(app_url, view, PROJECTOR_SENTENCES[words], present=1), viewport=PROJECTOR)
     wait_charts_drawn(page)
     share = chart_share(page)
     assert share >= 0.60, f"{view}, {words} words: the main chart fills {share:.0%} of a 1280x720 window"
