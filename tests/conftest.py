@@ -357,10 +357,17 @@ def screenshots(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def app_url(tmp_path_factory):
-    from browser_utils import running_app
-    with running_app(tmp_path_factory.mktemp("streamlit")) as url:
-        yield url
+def app_server(tmp_path_factory):
+    """The app as `streamlit run app.py` serves it, one server per worker for every test that needs
+    the plain app (browser tests through app_url, the websocket sessions of test_serving)."""
+    from serving.servers import AppServer
+    with AppServer("app.py", log_dir=tmp_path_factory.mktemp("streamlit")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def app_url(app_server):
+    return app_server.url
 
 
 # V8 without its optimising tiers (Maglev, TurboFan): a test page lives a second or two, too short

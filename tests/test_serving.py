@@ -17,17 +17,17 @@ from atlas_ui.server.asgi import chart_chunk, early_import_script
 from browser_utils import REQUIRED, drive
 from serving.client import bad_input_crowd, crowd, open_link
 from serving.proxy import ROUTE_COOKIE, ProxiedApp, nginx_config
-from serving.servers import AppServer
 
 LINK = {"model": "en-de", "sentence": "Two dogs play in the snow.", "view": "Heatmap"}
 NEEDS_NGINX = pytest.mark.skipif(shutil.which("nginx") is None and not REQUIRED,
                                  reason="nginx is not installed (apt-get install -y nginx-light)")
 
 
-@pytest.fixture(scope="module")
-def app(tmp_path_factory):
-    with AppServer("app.py", log_dir=tmp_path_factory.mktemp("serving")) as server:
-        yield server
+@pytest.fixture
+def app(app_server):
+    """conftest's app server (the browser tests' too): its log then holds every test's runs, and
+    none may leave a traceback there."""
+    return app_server
 
 
 def server_log(server) -> str:
