@@ -128,17 +128,35 @@ def test_no_chunk_no_script(tmp_path, monkeypatch):
     assert call(EarlyChartLibrary(page), GET) == call(page, GET)
 
 
+# app.py imported in the server's role (no script run context), in a fresh interpreter since an st.App
+# pins process-wide config, after a socket was bound by Streamlit's own code; then one connection
+# accepted from that socket, as uvicorn would (server_process.send_without_delay, Linux: /proc/self/fd).
+SERVER_ROLE = """
+import runpy, socket, sys
+sys.path.insert(0, {root!r})
+from streamlit.web.server.starlette.starlette_server import _bind_socket
+listener = _bind_socket("127.0.0.1", 0, 8)
+listener.setblocking(True)
+app = runpy.run_path("app.py")["app"]
+print(type(app).__name__, [m.cls.__name__ for m in app._user_middleware], [r.path for r in app._user_routes],
+      all(name in sys.modules for name in ("atlas_ui.page.main", "transformer.hf.load", "transformer.explain.faithfulness",
+                                           "transformers.models.t5.modeling_t5", "transformers.models.marian.tokenization_marian")))
+with socket.create_connection(listener.getsockname()[:2]):
+    connection, _ = listener.accept()
+    print(connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+"""
+
+
 def test_app_py_is_the_servers_application_when_imported_and_the_page_in_a_script_run():
     """Imported outside a script run (as `streamlit run` and uvicorn do), app.py is an st.App with
-    the middleware and the rooms' version route; in a fresh interpreter, since an st.App pins
-    process-wide config."""
-    code = ("import runpy, sys, streamlit as st; ns = runpy.run_path('app.py'); app = ns['app']; "
-            "print(type(app).__name__, [m.cls.__name__ for m in app._user_middleware], "
-            "[r.path for r in app._user_routes], "
-            "all(name in sys.modules for name in ('atlas_ui.page.main', 'transformer.hf.load', 'transformer.explain.faithfulness', "
-            "'transformers.models.t5.modeling_t5', 'transformers.models.marian.tokenization_marian')))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYTHONPATH": str(ROOT)})
-    assert out.returncode == 0, out.stderr[-2000:]
+    the middleware and the rooms' version route, has imported the page's modules, and has turned
+    Nagle off on Streamlit's listening socket (tests/test_server_process.py tests how). One
+    interpreter checks both: each import of the app costs seconds."""
+    out = subprocess.run([sys.executable, "-c", SERVER_ROLE.format(root=str(ROOT))], cwd=ROOT, capture_output=True,
+                         text=True, timeout=180, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    app, nodelay = out.stdout.strip().splitlines()[-2:]
     # the page's modules are imported here, in the server's thread, never by concurrent first runs
-    assert out.stdout.strip().splitlines()[-1] == "App ['EarlyChartLibrary'] ['/_atlas/room/{room_id}/version'] True"
+    assert app == "App ['EarlyChartLibrary'] ['/_atlas/room/{room_id}/version'] True"
+    if sys.platform.startswith("linux"):          # the listening sockets are found through /proc/self/fd
+        assert nodelay == "1"

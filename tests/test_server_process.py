@@ -88,25 +88,6 @@ def test_connections_accepted_from_a_socket_bound_like_streamlits_send_without_d
         assert client_only.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0   # not a listener: untouched
 
 
-# The server's role of app.py (no script run context) on a socket bound by Streamlit's own code,
-# then one connection accepted from it, as uvicorn would.
-SERVER_IMPORT = """
-import runpy, socket, sys
-sys.path.insert(0, {root!r})
-from streamlit.web.server.starlette.starlette_server import _bind_socket
-listener = _bind_socket("127.0.0.1", 0, 8)
-listener.setblocking(True)
-namespace = runpy.run_path({app!r})
-assert "app" in namespace
-with socket.create_connection(listener.getsockname()[:2]):
-    connection, _ = listener.accept()
-    print(connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
-"""
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="found through /proc/self/fd")
-def test_the_server_role_of_app_py_turns_nagle_off_on_streamlits_socket():
-    out = subprocess.run([sys.executable, "-c", SERVER_IMPORT.format(root=str(ROOT), app=str(ROOT / "app.py"))],
-                         capture_output=True, text=True, timeout=180, cwd=ROOT)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.split()[-1] == "1"
+# app.py in the server's role turning Nagle off on a socket Streamlit bound: checked in
+# tests/test_asgi.py (test_app_py_is_the_servers_application_when_imported_and_the_page_in_a_script_run),
+# in the one interpreter that imports the app there.
