@@ -23,48 +23,43 @@ NEEDS_NGINX = pytest.mark.skipif(shutil.which("nginx") is None and not REQUIRED,
                                  reason="nginx is not installed (apt-get install -y nginx-light)")
 
 
-@pytest.fixture
-def app(app_server):
-    """conftest's app server (the browser tests' too): its log then holds every test's runs, and
-    none may leave a traceback there."""
-    return app_server
-
-
 def server_log(server) -> str:
+    """The server's log. conftest's app_server is the browser tests' server too, so its log holds
+    every test's runs, and none may leave a traceback there."""
     return server.log_path.read_text(errors="replace")
 
 
-def test_a_session_gets_the_links_chart_over_the_websocket(app):
-    record = drive(open_link(app.url, urlencode(LINK)))
+def test_a_session_gets_the_links_chart_over_the_websocket(app_server):
+    record = drive(open_link(app_server.url, urlencode(LINK)))
     assert record.ok, record.errors
     assert record.first_chart <= record.finished
     assert record.charts == 1                      # the Heatmap view draws one chart
 
 
-def test_the_served_page_imports_the_chart_library_at_once(app):
+def test_the_served_page_imports_the_chart_library_at_once(app_server):
     """`streamlit run app.py` serves app.py's st.App: its pages carry atlas_ui/server/asgi.py's import,
     after Streamlit's index script; the script files themselves are served as they are."""
     script = early_import_script(chart_chunk())
     for path in ("/", "/?" + urlencode(LINK)):
-        with urllib.request.urlopen(app.url + path, timeout=30) as response:
+        with urllib.request.urlopen(app_server.url + path, timeout=30) as response:
             html = response.read()
             assert int(response.headers["Content-Length"]) == len(html)
         assert html.count(script) == 1
         assert html.index(b'src="./static/js/index.') < html.index(script)
-    with urllib.request.urlopen(f"{app.url}/static/js/{chart_chunk()}", timeout=30) as response:
+    with urllib.request.urlopen(f"{app_server.url}/static/js/{chart_chunk()}", timeout=30) as response:
         assert response.read() == (Path(streamlit.__file__).parent / "static" / "static" / "js"
                                    / chart_chunk()).read_bytes()
 
 
-def test_bad_input_under_load_leaves_everyone_else_their_chart(app):
-    grouped = drive(bad_input_crowd(app.url, urlencode(LINK), normal=10, long_sessions=10, leavers=10, flood=20))
+def test_bad_input_under_load_leaves_everyone_else_their_chart(app_server):
+    grouped = drive(bad_input_crowd(app_server.url, urlencode(LINK), normal=10, long_sessions=10, leavers=10, flood=20))
     assert all(r.ok for r in grouped["normal"]), [r.errors for r in grouped["normal"]]
     assert all(r.ok for r in grouped["long"]), [r.errors for r in grouped["long"]]   # 1,000 characters
     flood = grouped["flood"][0]
     assert not flood.errors and flood.finished is not None, flood.errors
-    after = drive(crowd(app.url, [urlencode(LINK)] * 5))
+    after = drive(crowd(app_server.url, [urlencode(LINK)] * 5))
     assert all(r.ok for r in after), [r.errors for r in after]
-    log = server_log(app)
+    log = server_log(app_server)
     assert "Traceback" not in log and "Unexpected" not in log, log[-3000:]
 
 
