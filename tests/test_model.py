@@ -56,15 +56,28 @@ def test_fused_and_explicit_attention_paths_agree(norm_first):
     assert (fused - explicit).abs().max().item() <= 1e-5
 
 
-def test_training_mode_uses_fused_path_without_recording():
-    model = small_model()
-    model.train()
+def test_training_on_cpu_takes_the_explicit_path_with_the_fused_numbers(monkeypatch):
+    """CPU training skips the fused kernel (faster there: bench_core's training row) and records
+    nothing; with dropout 0 its logits and gradients are the fused path's."""
+    import transformer.model as model_module
+    fused_calls = []
+    sdpa = model_module.F.scaled_dot_product_attention
+    monkeypatch.setattr(model_module.F, "scaled_dot_product_attention",
+                        lambda *a, **k: fused_calls.append(1) or sdpa(*a, **k))
     source, source_keep, target, target_keep = batch_inputs()
+    runs = {}
+    for mode in ("eval", "train"):
+        model = small_model()
+        getattr(model, mode)()
+        fused_calls.clear()
+        logits = model(source, source_keep, target, target_keep)
+        logits.square().sum().backward()
+        runs[mode] = logits.detach(), model.encoder_layers[0].self_attention.q_proj.weight.grad, len(fused_calls)
     from transformer.capture import is_capturing
     assert not is_capturing()
-    logits = model(source, source_keep, target, target_keep)
-    logits.sum().backward()
-    assert model.source_embedding.weight.grad is not None
+    assert runs["eval"][2] == 2 + 2 * 3 and runs["train"][2] == 0      # 2 encoder, 3 x 2 decoder attentions
+    assert (runs["train"][0] - runs["eval"][0]).abs().max().item() <= 1e-5
+    assert torch.allclose(runs["train"][1], runs["eval"][1], atol=1e-5)
 
 
 def test_sublayer_pre_and_post_ln_formulas():

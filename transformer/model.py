@@ -2,7 +2,8 @@
 
 Attention is written out by hand (no nn.MultiheadAttention) so its weights can be seen:
 the fused `F.scaled_dot_product_attention` runs by default, and an explicit softmax path,
-which feeds the HookPoints, runs only while a capture is active. The residual stream passes
+which feeds the HookPoints, runs while a capture is active (and in training on a CPU, where
+it is faster). The residual stream passes
 identity HookPoints named as capture.py's docstring says, and each attention module's heads pass
 a "z" HookPoint before the output projection (interventions.py); a named HookPoint is called only
 while this call records it or has hooks, so the fused path stays as it was.
@@ -68,11 +69,16 @@ class MultiHeadAttention(nn.Module):
                     v = torch.cat([cache["v"], v], dim=2)
                 cache["k"], cache["v"] = k, v
         dropout_p = self.dropout if self.training else 0.0
-        if is_capturing():
+        capturing = is_capturing()
+        # Training on a CPU takes the explicit path too: its matmuls forward and backward beat the
+        # fused CPU kernel's (benchmarks/bench_core.py, training row); a GPU keeps the fused kernel.
+        if capturing or (self.training and q.device.type == "cpu"):
             scores = (q * self.d_head ** -0.5) @ k.transpose(-2, -1)         # (B, H, Tq, Tk)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
-            weights = self.hook(torch.softmax(scores, dim=-1))
+            weights = torch.softmax(scores, dim=-1)
+            if capturing:
+                weights = self.hook(weights)
             if dropout_p:
                 weights = F.dropout(weights, dropout_p)
             context = weights @ v                                           # (B, H, Tq, dh)
