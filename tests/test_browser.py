@@ -84,6 +84,50 @@ def test_html_injection_is_shown_literally_and_never_runs(page):
     assert page.problems == []
 
 
+# a cell beside the tile's centre marker: the Overview's tile (layer 1, head 2) and the Layer grid's
+# head 5 (second tile row), each at its first query and second key
+HOVERED_CELL = {
+    "Overview": """(heat) => [heat.y.findIndex(label => label.startsWith('Layer 1 · query 0:')),
+                              heat.x.findIndex(label => label.startsWith('head 2 · key 1:'))]""",
+    "Layer grid": """(heat) => { const row = heat.customdata.findIndex(cells => Array.from(cells).includes(5));
+                                  return [row, Array.from(heat.customdata[row]).indexOf(5) + 1]; }""",
+}
+
+
+@pytest.mark.parametrize("view, head", [("Overview", 2), ("Layer grid", 5)])
+def test_tiled_hover_names_the_cell_under_the_pointer(page, view, head):
+    """The tiled maps' hover names head, query and key from one label per grid row and column
+    (viz.overview.label_axes; the Layer grid's head from a small customdata): the cell under the
+    pointer, with its own weight."""
+    pick_view(page, view)
+    wait_for_plot(page, "gd.data[0].yaxis === 'y2' && gd._fullLayout.yaxis2")
+    wait_charts_drawn(page)
+    cell = page.evaluate(f"""() => {{
+        const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0];
+        const heat = gd._fullData[0], xa = gd._fullLayout.xaxis, ya = gd._fullLayout.yaxis;
+        const [row, col] = ({HOVERED_CELL[view]})(heat);
+        const box = gd.getBoundingClientRect(), x2 = gd._fullLayout.xaxis2, y2 = gd._fullLayout.yaxis2;
+        return {{row, col, y: heat.y[row], x: heat.x[col], z: heat.z[row][col],
+                px: box.left + xa._offset + xa.c2p(col), py: box.top + ya._offset + ya.c2p(row),
+                // the labels' hidden axes lie exactly over the ticked ones: px of cell 0 and the length
+                drawn: [[x2._offset + x2.c2p(0), xa._offset + xa.c2p(0)], [x2._length, xa._length],
+                        [y2._offset + y2.c2p(0), ya._offset + ya.c2p(0)], [y2._length, ya._length]]}};
+    }}""")
+    for labels_px, ticked_px in cell["drawn"]:
+        assert abs(labels_px - ticked_px) < 0.5, cell["drawn"]
+    page.mouse.move(cell["px"], cell["py"])       # one move: plotly.js drops a second within 50 ms
+    hover = page.locator(".hoverlayer .hovertext").first
+    hover.wait_for(timeout=15_000)
+    lines = [line.text_content() for line in hover.locator("tspan.line").all()] or [hover.text_content()]
+    shown = " | ".join(lines).replace("\u200b", "")
+
+    def unescape(label):
+        return label.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&").replace("\u200b", "")
+    assert unescape(cell["y"]) in shown and unescape(cell["x"]) in shown, (cell, shown)
+    assert f"head {head}" in shown and f"weight {cell['z']:.4f}" in shown, (cell, shown)
+    assert page.problems == []
+
+
 @pytest.mark.parametrize("view", ["Overview", "Layer grid"])
 def test_click_on_a_tile_opens_that_head(page, view):
     """The tiles report clicks through invisible markers; a click must really select that head."""

@@ -176,16 +176,31 @@ def test_overview_tiles_gaps_and_axes():
     assert np.isnan(z[Q:Q + 2, :]).all()                     # gap rows between layers
     assert np.isnan(z[:, K:K + 2]).all()                     # gap columns between heads
     assert np.isfinite(z).sum() == w.size
-    text = np.asarray(fig.data[0].text, dtype=object)             # hover: layer, head, positions, pieces
-    assert text[Q + 2 + 1, 2 * (K + 2) + 4] == ("Layer 1 · head 2<br>query 1: "
-                                                 f"{escape_label(TGT[1])} → key 4: {escape_label(SRC[4])}")
-    assert (text[Q, :] == "").all()
-    assert fig.data[0].customdata is None, "no per-cell customdata: it slowed the draw by ~25%"
+    heat = fig.data[0]              # hover: layer, head, positions, pieces, from a label per row and column
+    assert heat.text is None and "%{y}<br>%{x}" in heat.hovertemplate
+    assert heat.y[Q + 2 + 1] == f"Layer 1 · query 1: {escape_label(TGT[1])}"
+    assert heat.x[2 * (K + 2) + 4] == f"head 2 · key 4: {escape_label(SRC[4])}"
+    for l in range(L):              # every cell's labels name the tile and the positions whose weight z holds
+        for q in range(Q):
+            assert heat.y[l * (Q + 2) + q] == f"Layer {l} · query {q}: {escape_label(TGT[q])}"
+    for h in range(H):
+        for k in range(K):
+            assert heat.x[h * (K + 2) + k] == f"head {h} · key {k}: {escape_label(SRC[k])}"
+    assert len(set(heat.x)) == z.shape[1] and len(set(heat.y)) == z.shape[0]   # categories never merge
+    assert heat.customdata is None, "no per-cell customdata: it slowed the draw by ~25%"
+    # the labels' hidden category axes lie exactly over the ticked ones
+    assert (heat.xaxis, heat.yaxis) == ("x2", "y2")
+    x2, y2 = fig.layout.xaxis2, fig.layout.yaxis2
+    assert (x2.type, x2.overlaying, x2.visible, y2.type, y2.overlaying, y2.visible) == (
+        "category", "x", False, "category", "y", False)
+    assert list(fig.layout.xaxis.range) == list(x2.range) == [-0.5, z.shape[1] - 0.5]
+    assert list(fig.layout.yaxis.range) == list(y2.range) == [z.shape[0] - 0.5, -0.5]     # row 0 on top
+    assert fig.layout.xaxis.autorange is False and fig.layout.yaxis.autorange is False
+    assert fig.layout.yaxis.scaleanchor == "x" and y2.scaleanchor == "x2"
     # fixed margins: plotly.js would otherwise measure and draw everything twice
     assert fig.layout.xaxis.automargin is False and fig.layout.yaxis.automargin is False
     assert fig.layout.margin.autoexpand is False and fig.layout.margin.l >= 70
     assert fig.layout.yaxis.title.text == "Query" and fig.layout.xaxis.title.text == "Key"
-    assert fig.layout.yaxis.autorange == "reversed"
     assert list(fig.layout.yaxis.ticktext) == ["Layer 0", "Layer 1"]
     assert list(fig.layout.xaxis.ticktext) == ["Head 0", "Head 1", "Head 2"]
     assert list(fig.layout.xaxis.tickvals) == [2.0, 9.0, 16.0]   # tile centres
@@ -196,13 +211,13 @@ def test_overview_tiles_gaps_and_axes():
 def test_overview_hover_text_escaped_and_dropped_when_large(monkeypatch):
     w = rows_dirichlet((1, 2, 4, 5))
     fig = overview_figure(w, TGT, SRC, gap=1)
-    text = np.asarray(fig.data[0].text, dtype=object)
-    assert text[0, 4] == "Layer 0 · head 0<br>query 0: &lt;s&gt; → key 4: &lt;/s&gt;"
-    assert text[0, 5] == ""                                   # gap column
-    assert "%{text}" in fig.data[0].hovertemplate
+    assert (fig.data[0].y[0], fig.data[0].x[4]) == ("Layer 0 · query 0: &lt;s&gt;", "head 0 · key 4: &lt;/s&gt;")
+    assert fig.data[0].x[5] == "gap 5"                        # gap column: NaN, so no hover (hoverongaps)
+    assert "%{y}<br>%{x}" in fig.data[0].hovertemplate
     monkeypatch.setattr(viz.overview, "HOVER_TEXT_CELLS", 10)
     big = overview_figure(w, TGT, SRC, gap=1)
-    assert big.data[0].text is None and "%{text}" not in big.data[0].hovertemplate
+    assert big.data[0].text is None and "%{y}" not in big.data[0].hovertemplate
+    assert big.data[0].x is None and "xaxis2" not in big.layout
     assert "%{z:.4f}" in big.data[0].hovertemplate           # the weight is still in the hover
     assert "head" in big.data[1].hovertemplate               # and the tile centres name the head
 
@@ -286,9 +301,13 @@ def test_head_grid_layout_ticks_and_layer_label():
     assert list(fig.layout.xaxis.ticktext) == display_tokens(SRC) * H                  # every tile column
     assert list(fig.layout.xaxis.tickvals) == [h * (K + 1) + k for h in range(H) for k in range(K)]
     assert list(fig.layout.yaxis.ticktext) == display_tokens(TGT)
-    assert fig.layout.yaxis.autorange == "reversed"
+    assert list(fig.layout.yaxis.range) == list(fig.layout.yaxis2.range) == [Q - 0.5, -0.5]   # row 0 on top
     assert [a.text for a in fig.layout.annotations] == ["Head 0", "Head 1", "Head 2"]
-    assert np.asarray(fig.data[0].text, dtype=object)[0, K + 1].startswith("Layer 2 · head 1<br>query 0")
+    heat = fig.data[0]          # hover: the head from customdata, query and key from the label axes
+    assert heat.text is None and (heat.xaxis, heat.yaxis) == ("x2", "y2")
+    assert heat.hovertemplate.startswith("Layer 2 · head %{customdata}<br>%{y} → %{x}<br>weight %{z:.4f}")
+    assert np.asarray(heat.customdata)[0, K + 1] == 1
+    assert (heat.y[0], heat.x[K + 1]) == (f"query 0: {display_tokens(TGT)[0]}", f"key 0: {display_tokens(SRC)[0]}\u200b")
     assert np.asarray(fig.data[1].customdata).tolist() == [[2, 0], [2, 1], [2, 2]]
     with pytest.raises(ValueError):
         head_grid_figure(w[None], TGT, SRC)
@@ -304,8 +323,13 @@ def test_head_grid_wraps_into_rows_of_four_with_each_head_where_its_label_says()
     for h in range(H):
         r, c = divmod(h, 4)
         np.testing.assert_array_equal(z[r * sq:r * sq + Q, c * (K + gap):c * (K + gap) + K], w[h])
-        text = np.asarray(fig.data[0].text, dtype=object)[r * sq, c * (K + gap)]
-        assert text.startswith(f"Layer 3 · head {h}<br>query 0"), text
+        heads = np.asarray(fig.data[0].customdata)                # every cell of the tile names its head
+        assert (heads[r * sq:r * sq + Q, c * (K + gap):c * (K + gap) + K] == h).all()
+        for q in range(Q):          # and its rows and columns their query and key
+            assert fig.data[0].y[r * sq + q].rstrip("\u200b") == f"query {q}: {display_tokens(TGT)[q]}"
+        for k in range(K):
+            assert fig.data[0].x[c * (K + gap) + k].rstrip("\u200b") == f"key {k}: {display_tokens(SRC)[k]}"
+    assert len(set(fig.data[0].x)) == z.shape[1] and len(set(fig.data[0].y)) == z.shape[0]
     annotations = {a.text: (a.x, a.y) for a in fig.layout.annotations}
     assert annotations["Head 5"] == (1 * (K + gap) + (K - 1) / 2, 1 * sq - 0.5)       # in the gap above its tile
     assert np.asarray(fig.data[1].customdata).tolist() == [[3, h] for h in range(H)]
@@ -322,6 +346,21 @@ def test_head_grid_wraps_into_rows_of_four_with_each_head_where_its_label_says()
     assert len(six.layout.annotations) == 6 and len(six.data[1].customdata) == 6
     with pytest.raises(ValueError):
         head_grid_figure(w, TGT, SRC, columns=0)
+
+
+def test_head_grid_normalised_hover_keeps_the_raw_weight_and_the_head():
+    H, Q, K = 5, 4, 5
+    w = rows_dirichlet((H, Q, K), seed=6)
+    fig = head_grid_figure(w, TGT, SRC, normalize=True, gap=1)          # layer unknown: no "Layer" in hover
+    heat, sq = fig.data[0], Q + 2
+    assert heat.hovertemplate.startswith("head %{customdata[1]}<br>%{y} → %{x}<br>weight %{customdata[0]:.4f}")
+    custom = np.asarray(heat.customdata)                                # (R, C, 2): [raw weight, head]
+    for h in range(H):
+        r, c = divmod(h, 4)
+        block = (slice(r * sq, r * sq + Q), slice(c * (K + 1), c * (K + 1) + K))
+        np.testing.assert_allclose(custom[block][..., 0], w[h], rtol=1e-6)
+        assert (custom[block][..., 1] == h).all()
+        np.testing.assert_allclose(z_of(fig)[block], w[h] / w[h].max(), rtol=1e-6)   # colour: share of its max
 
 
 # --------------------------------------------------------------------------- masks

@@ -71,48 +71,32 @@ def tile(w: np.ndarray, *, gap: int, normalize: bool, row_gap: int | None = None
     return Tiling(z, raw, row_of, col_of, sq, sk)
 
 
-def cell_text(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str], *,
-              first_layer: int | None) -> np.ndarray | None:
-    """(R, C) hover strings naming layer, head, query and key, or None when there are too many
-    cells to stay fast. Built from one string per grid row and one per column (row → layer and
-    query, column → head and key), so no per-cell formatting runs in Python."""
-    if t.z.size > HOVER_TEXT_CELLS:
-        return None
-    layer_of = np.arange(t.z.shape[0]) // t.step_q + (first_layer or 0)
-    head_of = np.arange(t.z.shape[1]) // t.step_k
-    layer_part = np.array(["" if first_layer is None else f"Layer {layer} · " for layer in layer_of], dtype=object)
-    head_part = np.array([f"head {head}<br>" for head in head_of], dtype=object)
-    query_part = np.array([f"query {i}: {q_labels[i]}" if i >= 0 else "" for i in t.row_of], dtype=object)
-    key_part = np.array([f" → key {j}: {k_labels[j]}" if j >= 0 else "" for j in t.col_of], dtype=object)
-    # "Layer 1 · head 2<br>query 3: ▁a → key 4: ▁b"
-    text = (layer_part[:, None] + head_part[None, :]) + (query_part[:, None] + key_part[None, :])
-    text[(t.row_of[:, None] < 0) | (t.col_of[None, :] < 0)] = ""     # gaps: no text
-    return text
-
-
 def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
                 normalize: bool, show_space: bool, kind_label: str, gap: int | None,
                 colorscale, first_layer: int | None = 0, zmax: float | None = None,
-                value_title: str = "weight", row_gap: int | None = None) -> tuple[list[dict], dict, Tiling]:
+                value_title: str = "weight", row_gap: int | None = None,
+                labels_on_axes: bool = False) -> tuple[list[dict], dict, Tiling]:
     """The shared body of overview_figure and head_grid_figure (w is (L, H, Q, K)).
 
     Returns the traces, the layout (the caller adds the axis ticks) and the tiling.
     `first_layer=None` means the layer is unknown: hover then names only the head.
-    Hover comes from per-cell text below HOVER_TEXT_CELLS cells, and from the tile-centre
-    markers above it: per-cell customdata cost ~25% of the draw at 128 tokens.
+    With `labels_on_axes` (the Overview), hover names the cell below HOVER_TEXT_CELLS cells from a
+    label per grid row and column (label_axes); above it, and for the head grid until grid_labels
+    names its cells, the tile-centre markers name the head.
     `zmax` (ignored with `normalize`) gives values that are not probabilities one fixed 0..zmax
     scale; `value_title` names the value in hover and colour bar.
     """
     L, H, Q, K = w.shape
     t = tile(w, gap=default_gap(Q, K) if gap is None else gap, normalize=normalize, row_gap=row_gap)
-    text = cell_text(t, display_tokens(query, show_space=show_space),
-                     display_tokens(key, show_space=show_space), first_layer=first_layer)
+    q_labels, k_labels = display_tokens(query, show_space=show_space), display_tokens(key, show_space=show_space)
+    named = labels_on_axes and t.z.size <= HOVER_TEXT_CELLS
     top = 1.0 if normalize or zmax is None else fixed_range(zmax)[1]
-    weight = "%{customdata:.4f} (colour: share of head max)" if normalize else "%{z:.4f}"
+    weight = "%{customdata:.4f}" if normalize else "%{z:.4f}"
     prefix = f"{escape_label(kind_label)}<br>" if kind_label else ""
-    hover = (prefix + ("%{text}<br>" if text is not None else "") + f"{escape_label(value_title)} {weight}"
-             + ("" if text is not None else "<br>(the tile's centre names its head)") + "<extra></extra>")
-    heat = heatmap_trace(t.z, customdata=t.raw, text=text, hovertemplate=hover,
+    cell = "%{y}<br>%{x}<br>" if named else ""
+    hover = (prefix + cell + value_line(value_title, weight, normalize)
+             + ("" if cell else "<br>(the tile's centre names its head)") + "<extra></extra>")
+    heat = heatmap_trace(t.z, customdata=t.raw, hovertemplate=hover,
                          zmin=0.0, zmax=top, colorscale=colorscale or DEFAULT_COLORSCALE,
                          colorbar=dict(title=dict(text=escape_label(value_title))))
     layers, heads = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
@@ -126,7 +110,55 @@ def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
                   margin=dict(l=10, r=10, t=60 if title else 40, b=10),
                   plot_bgcolor="white", clickmode="event+select", hovermode="closest",
                   yaxis=dict(scaleanchor="x", constrain="domain"), xaxis=dict(constrain="domain"))
+    if named:
+        label_axes(heat, layout, *overview_labels(t, q_labels, k_labels, first_layer))
     return [heat, marks], layout, t
+
+
+def value_line(value_title: str, weight: str, normalize: bool = False) -> str:
+    """The hover's last line: "weight 0.1234" (with `normalize`, the colour's meaning too)."""
+    return f"{escape_label(value_title)} {weight}" + (" (colour: share of head max)" if normalize else "")
+
+
+def overview_labels(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str],
+                    first_layer: int | None) -> tuple[list[str], list[str]]:
+    """One hover label per grid row ("Layer 1 · query 3: ▁a") and per column ("head 2 · key 4: ▁b")
+    of the Overview's grid, where tile rows are layers and tile columns heads."""
+    layer_of = np.arange(t.z.shape[0]) // t.step_q + (first_layer or 0)
+    layer = ["" if first_layer is None else f"Layer {l} · " for l in layer_of]
+    rows = [f"{layer[r]}query {i}: {q_labels[i]}" if i >= 0 else f"gap {r}" for r, i in enumerate(t.row_of)]
+    cols = [f"head {c // t.step_k} · key {j}: {k_labels[j]}" if j >= 0 else f"gap {c}"
+            for c, j in enumerate(t.col_of)]
+    return rows, cols
+
+
+def label_axes(heat: dict, layout: dict, rows: Sequence[str], cols: Sequence[str]) -> None:
+    """A tiled map's hover from one label per grid row and one per column, not one string per cell:
+    those were 0.7 MB of an Overview link (9,600 cells) and 0.3 MB of a Layer grid's, sent to every
+    phone of a room at each move.
+
+    The heatmap moves onto hidden category axes x2, y2 whose categories are these labels, so
+    %{y} and %{x} name the cell (on x, y themselves plotly.js would name the nearest tick). Both
+    pairs get the same fixed ranges, so they lie exactly over each other and zoom together; x and y
+    keep the ticks, the head markers and the outlines, in grid units as before (pin_under_labels
+    gives x and y the ranges once their ticks are set)."""
+    R, C = len(rows), len(cols)
+    if len(set(rows)) < R or len(set(cols)) < C:     # a category axis would merge equal labels
+        raise ValueError("a tiled map's row and column labels must be unique")
+    heat.update(x=list(cols), y=list(rows), xaxis="x2", yaxis="y2")
+    x_range, y_range = [-0.5, C - 0.5], [R - 0.5, -0.5]                # y: row 0 at the top
+    layout["xaxis2"] = dict(type="category", overlaying="x", visible=False, range=x_range, autorange=False,
+                            constrain="domain")
+    layout["yaxis2"] = dict(type="category", overlaying="y", visible=False, range=y_range, autorange=False,
+                            scaleanchor="x2", constrain="domain")
+
+
+def pin_under_labels(layout: dict) -> None:
+    """x and y take the fixed ranges of the label axes laid over them (label_axes), if any: left to
+    autorange, they would grow by the head markers' half size and the cells would shift."""
+    for name in ("xaxis", "yaxis"):
+        if name + "2" in layout:
+            layout[name].update(range=layout[name + "2"]["range"], autorange=False)
 
 
 def tile_outlines(t: Tiling, Q: int, K: int, marked, n_layers: int, n_heads: int,
@@ -175,7 +207,7 @@ def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
     data, layout, t = tiled_parts(w, query, key, title=title or kind_label,
                                   normalize=normalize, show_space=show_space,
                                   kind_label=kind_label, gap=gap, colorscale=colorscale, zmax=zmax,
-                                  value_title=value_title)
+                                  value_title=value_title, labels_on_axes=render != "image")
     if render not in ("auto", "heatmap", "image"):
         raise ValueError(f"render must be 'auto', 'heatmap' or 'image', got {render!r}")
     if render == "image" or (render == "auto" and t.z.size > HOVER_TEXT_CELLS):
@@ -192,6 +224,7 @@ def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
     layout["margin"] = dict(l=80, r=110, t=60 if (title or kind_label) else 30, b=55, autoexpand=False)
     if len(marked):
         layout["shapes"] = tile_outlines(t, Q, K, marked, L, H)
+    pin_under_labels(layout)
     return build_figure(data, layout)
 
 
@@ -223,9 +256,8 @@ def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
                                   colorscale=colorscale, first_layer=layer, zmax=zmax, value_title=value_title,
                                   row_gap=row_gap)
     q_labels, k_labels = display_tokens(query, show_space=show_space), display_tokens(key, show_space=show_space)
-    head_at = (np.arange(t.z.shape[0]) // t.step_q)[:, None] * cols + (np.arange(t.z.shape[1]) // t.step_k)[None, :]
-    if data[0].get("text") is not None:
-        data[0]["text"] = wrapped_cell_text(t, head_at, q_labels, k_labels, layer)
+    if t.z.size <= HOVER_TEXT_CELLS:
+        grid_labels(data[0], layout, t, cols, q_labels, k_labels, layer, normalize, value_title)
     tile_row, tile_col = np.divmod(np.arange(H), cols)
     data[1] = head_markers(tile_col * t.step_k + (K - 1) / 2, tile_row * t.step_q + (Q - 1) / 2,
                            np.full(H, layer or 0), np.arange(H))
@@ -249,18 +281,31 @@ def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
         kept = thinned_ticks(range(K), every)
         layout["xaxis"].update(ticktext=[k_labels[k] for _ in range(cols) for k in kept],
                                tickvals=[c * t.step_k + k for c in range(cols) for k in kept])
+    pin_under_labels(layout)
     return build_figure(data, layout)
 
 
-def wrapped_cell_text(t: Tiling, head_at: np.ndarray, q_labels, k_labels, layer: int | None) -> np.ndarray:
-    """(R, C) hover strings for a wrapped head grid: the head from the tile's row and column."""
-    query_part = np.array([f"query {i}: {q_labels[i]}" if i >= 0 else "" for i in t.row_of], dtype=object)
-    key_part = np.array([f" → key {j}: {k_labels[j]}" if j >= 0 else "" for j in t.col_of], dtype=object)
+def grid_labels(heat: dict, layout: dict, t: Tiling, columns: int, q_labels, k_labels, layer: int | None,
+                normalize: bool, value_title: str) -> None:
+    """A wrapped head grid's hover: its rows and columns name query and key (label_axes), and each
+    cell's head (tile row x columns + tile column) comes from a small typed customdata. The same
+    query or key recurs in every tile row or column: a zero-width space per tile row or column
+    keeps the categories apart without showing."""
+    R, C = t.z.shape
+    rows = [f"query {i}: {q_labels[i]}" + "\u200b" * (r // t.step_q) if i >= 0 else f"gap {r}"
+            for r, i in enumerate(t.row_of)]
+    cols = [f"key {j}: {k_labels[j]}" + "\u200b" * (c // t.step_k) if j >= 0 else f"gap {c}"
+            for c, j in enumerate(t.col_of)]
+    label_axes(heat, layout, rows, cols)
+    head_at = ((np.arange(R) // t.step_q)[:, None] * columns + (np.arange(C) // t.step_k)[None, :]).astype(np.int16)
+    if normalize:                                  # [raw weight, head] per cell
+        heat["customdata"] = np.stack([heat["customdata"], head_at.astype(np.float32)], axis=-1)
+        weight, head = "%{customdata[0]:.4f}", "%{customdata[1]}"
+    else:
+        heat["customdata"], weight, head = head_at, "%{z:.4f}", "%{customdata}"
     prefix = "" if layer is None else f"Layer {layer} · "
-    head_part = np.vectorize(lambda h: f"{prefix}head {h}<br>", otypes=[object])(head_at)
-    text = head_part + (query_part[:, None] + key_part[None, :])
-    text[(t.row_of[:, None] < 0) | (t.col_of[None, :] < 0) | np.isnan(t.z)] = ""   # gaps and empty tiles
-    return text
+    heat["hovertemplate"] = (f"{prefix}head {head}<br>%{{y}} → %{{x}}<br>"
+                             + value_line(value_title, weight, normalize) + "<extra></extra>")
 
 
 def overview_selection(points: Any, *, n_heads: int | None = None) -> tuple[int, int] | None:
