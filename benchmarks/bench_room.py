@@ -153,7 +153,7 @@ def report_moves(results) -> list[float]:
     for i, r in enumerate(results, 1):
         value = "click" if r.move.value is None else r.move.value
         print(f"  move {i:>2} {r.move.key:<6} {value:<24} presenter's run {r.done - r.sent:5.2f} s  followers "
-              f"{stats(r.delays)}  missed {r.missed}  wrong {r.wrong}", flush=True)
+              f"{stats(r.delays)}  missed {r.missed}  wrong {r.wrong}  {r.bytes_each / 1e3:.0f} KB each", flush=True)
         delays += r.delays
     return delays
 
@@ -212,6 +212,11 @@ async def measure(args) -> None:
                   f"(goal p95 <= 1.5 s); missed {missed}, wrong state {wrong}, reruns the pollers asked for "
                   f"{got['triggers']}, errors {len(got['errors'])}"
                   + (f" ({got['errors'][0]})" if got["errors"] else ""), flush=True)
+            sent = [r.bytes_each for r in got["results"]]
+            if sent:                       # what a room's Wi-Fi carries: each phone gets every move's charts
+                print(f"  bytes a follower received a move: median {statistics.median(sent) / 1e3:.0f} KB, "
+                      f"max {max(sent) / 1e3:.0f} KB; the room ({n} followers) "
+                      f"{sum(sent) * n / 1e6:.1f} MB over {len(sent)} moves", flush=True)
             await asyncio.to_thread(settle, pids)
             rss_after.append(app.rss())
             rounds.append(dict(got, delays=delays))

@@ -80,6 +80,7 @@ class Tab:
     http_polls: int = 0                       # version requests its poller made
     triggers: int = 0                         # reruns its poller asked for (a version moved, the room went)
     received: int = 0                         # messages
+    bytes_received: int = 0                   # their bytes, as the websocket delivered them
     last_received: float = 0.0                # perf_counter of the last one
     poller: bool = True                       # False: a page whose poller never runs (JS failed)
     cookie: str | None = None                 # the atlas_route cookie this tab sends
@@ -165,6 +166,7 @@ class Tab:
     def _note(self, raw: bytes) -> None:
         now = self.last_received = time.perf_counter()
         self.received += 1
+        self.bytes_received += len(raw)
         msg = ForwardMsg()
         msg.ParseFromString(raw)
         kind = msg.WhichOneof("type")
@@ -386,6 +388,7 @@ class MoveResult:
     new: set                             # their titles the run before did not draw: what tells the move
     arrived: list = field(default_factory=list)      # per follower: its first chart of `new`, or None
     wrong: int = 0                       # followers whose charts after it missed one of `titles`
+    bytes_each: float = 0.0              # websocket bytes a follower received from the move to the next
 
     @property
     def delays(self) -> list[float]:
@@ -430,7 +433,7 @@ async def play(presenter: Presenter, followers: list[Tab], moves: list[Move], ga
     results = [] if results is None else results
     before = set(title for at, title in presenter.charts if at >= presenter.run_started)
     for move in moves:
-        sent = time.perf_counter()
+        sent, received = time.perf_counter(), sum(f.bytes_received for f in followers)
         done, titles = await presenter.move(move)
         new = set(titles) - before
         if not new:
@@ -448,6 +451,7 @@ async def play(presenter: Presenter, followers: list[Tab], moves: list[Move], ga
         for follower, at in zip(followers, result.arrived):    # the whole new state, not one chart of it
             shown = {title for got, title in follower.charts if got >= sent}
             result.wrong += at is not None and not set(titles) <= shown
+        result.bytes_each = (sum(f.bytes_received for f in followers) - received) / max(len(followers), 1)
         results.append(result)
         before = set(titles)
     return results

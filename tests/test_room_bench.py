@@ -51,6 +51,7 @@ def test_every_follower_draws_each_move_of_the_presenter(tmp_path):
     for result in results:
         assert len(result.arrived) == 3 and result.missed == 0 and result.wrong == 0, result
         assert all(at is not None and at > result.sent for at in result.arrived)
+        assert result.bytes_each > 5_000, result.bytes_each      # the new charts reached each follower's socket
     for follower in followers:              # each drew every chart of each state, in the presenter's order
         drawn = [title for _, title in follower.charts]
         assert drawn[-len(results[-1].titles):] == results[-1].titles
