@@ -147,10 +147,10 @@ def label_axes(heat: dict, layout: dict, rows: Sequence[str], cols: Sequence[str
         raise ValueError("a tiled map's row and column labels must be unique")
     heat.update(x=list(cols), y=list(rows), xaxis="x2", yaxis="y2")
     x_range, y_range = [-0.5, C - 0.5], [R - 0.5, -0.5]                # y: row 0 at the top
-    layout["xaxis2"] = dict(type="category", overlaying="x", visible=False, range=x_range, autorange=False,
-                            constrain="domain")
-    layout["yaxis2"] = dict(type="category", overlaying="y", visible=False, range=y_range, autorange=False,
-                            scaleanchor="x2", constrain="domain")
+    # no ticks to compute for axes nobody sees: 3 ms of a 20-piece Overview's draw (bench_tiled_hover.py)
+    hidden = dict(type="category", visible=False, autorange=False, constrain="domain", tickmode="array", tickvals=[])
+    layout["xaxis2"] = dict(hidden, overlaying="x", range=x_range)
+    layout["yaxis2"] = dict(hidden, overlaying="y", range=y_range, scaleanchor="x2")
 
 
 def pin_under_labels(layout: dict) -> None:
