@@ -93,6 +93,34 @@ def test_the_logit_lens_shows_a_window_of_steps_on_a_phone(pages, app_url):
     assert page.problems == []
 
 
+# each tile title of the Layer grid: its text, its box on the screen, and the bottom (px) of the tile row above it
+TILE_TITLES = """() => { const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0];
+  const z = gd._fullData[0].z, ya = gd._fullLayout.yaxis, top = gd.getBoundingClientRect().top + ya._offset;
+  const filled = z.map((row, r) => Array.from(row).some(Number.isFinite) ? r : -1).filter(r => r >= 0);
+  return Array.from(gd.querySelectorAll('.annotation')).map((note, i) => {
+    const y = gd.layout.annotations[i].y, above = filled.filter(r => r < y);
+    const box = note.querySelector('text').getBoundingClientRect();
+    return {text: note.textContent, left: box.left, top: box.top, bottom: box.bottom,
+            above: above.length ? top + ya.c2p(Math.max(...above) + 0.5) : null}; }); }"""
+
+
+def test_a_phone_shows_the_layer_grid_two_tiles_a_row_each_title_clear_of_the_row_above(pages, app_url):
+    """Four 60-px tiles a row were too small to read on a phone, and the second row's titles sat on the
+    first row's tiles: a phone gets two tiles a row (atlas_ui/views/layer_grid.py)."""
+    page = pages.open(view_link(app_url, "Layer grid", SENTENCES[18]), viewport=PHONE, phone=True)
+    wait_charts_drawn(page)
+    titles = {title["text"]: title for title in page.evaluate(TILE_TITLES)}
+    assert sorted(titles) == [f"Head {h}" for h in range(8)], titles
+    for h in range(0, 8, 2):                          # heads 2r and 2r+1 side by side, row r under row r-1
+        left, right = titles[f"Head {h}"], titles[f"Head {h + 1}"]
+        assert abs(left["top"] - right["top"]) < 1 and left["left"] < right["left"], (left, right)
+        if h:
+            assert left["top"] > titles[f"Head {h - 2}"]["bottom"], titles
+    for title in titles.values():
+        assert title["above"] is None or title["top"] >= title["above"] - 0.5, title
+    assert page.problems == []
+
+
 # the chart's plot area, its tooltip and its axis labels on the screen (the tooltip null while none is up)
 TOOLTIP = """(index) => { const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[index];
   const s = gd._fullLayout._size, r = gd.getBoundingClientRect(), box = gd.querySelector('.hoverlayer .hovertext');

@@ -5,11 +5,14 @@ import streamlit as st
 
 from viz import head_grid_figure
 
-from ..ui.common import (norm_caption, norm_switch, pick_kind, pick_layer, shared_figure, value_options,
+from ..ui.common import (norm_caption, norm_switch, on_a_phone, pick_kind, pick_layer, shared_figure, value_options,
                       weights_for)
 from ..server.settings import KIND_LABELS
 from .base import View, ViewContext
 from .shared import clickable_tiles
+
+
+COLUMNS, PHONE_COLUMNS = 4, 2        # tiles a row
 
 
 def render(ctx: ViewContext):
@@ -21,14 +24,17 @@ def render(ctx: ViewContext):
     with columns[1]:
         layer = pick_layer(result, kind)
 
+    # a phone's column holds two tiles a row: four made 60-px tiles, and their titles sat on the row above
+    columns = PHONE_COLUMNS if on_a_phone() and not display.presenter else COLUMNS
+
     def build():
         weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
         return head_grid_figure(weights[layer], queries, keys, f"{KIND_LABELS[kind]} · layer {layer} · all heads"
                                 + (" · norm-weighted" if norm else ""), normalize=display.normalize,
-                                show_space=display.show_space, layer=layer,
+                                show_space=display.show_space, layer=layer, columns=columns,
                                 **value_options(result, display, kind, weights))
 
-    fig = shared_figure(result, ("layer_grid", kind, layer, norm, display), build)    # once for an audience
+    fig = shared_figure(result, ("layer_grid", kind, layer, norm, display, columns), build)    # once for an audience
     norm_caption(norm, fig, display.normalize)
     clickable_tiles(fig, f"grid_{kind}_{layer}", result, display, kind, fixed_layer=layer)
     return fig
