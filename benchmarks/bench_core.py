@@ -101,6 +101,19 @@ def train_throughput(model, batches) -> float:
     return tokens / (time.perf_counter() - start)
 
 
+def profile_training(tr: Translator, count: int) -> None:
+    """The ops each model's training spends its CPU time in (self time, top 12), after a warm-up."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.manual_seed(0)
+    batches = training_batches(tr, count)
+    for name, model in (("ours", Transformer(tr.config)), ("nn.Transformer", TorchReference(tr.config))):
+        train_throughput(model, batches[:2])
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            train_throughput(model, batches)
+        print(f"== {name}")
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=12))
+
+
 @torch.inference_mode()
 def greedy_recomputed(model: Transformer, source, steps: int):
     """Greedy without a KV cache: the whole prefix goes through the decoder at every step."""
@@ -141,10 +154,15 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--train-batches", type=int, default=6)
+    parser.add_argument("--profile-training", action="store_true",
+                        help="only profile the training of ours and nn.Transformer (torch.profiler): where each spends")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     tr = Translator.load(args.model, device="cpu")
     cfg = tr.config
+    if args.profile_training:
+        profile_training(tr, args.train_batches)
+        return
     rows = []
 
     # 1. capture on vs off, one sentence, public API
