@@ -121,6 +121,21 @@ def test_a_phone_shows_the_layer_grid_two_tiles_a_row_each_title_clear_of_the_ro
     assert page.problems == []
 
 
+def test_a_phone_shows_the_overview_heads_down(pages, app_url):
+    """Eight heads across a phone made 30-px tiles: there the Overview puts heads in rows and layers in
+    columns (viz.overview_figure(heads_down=True)), three tiles a row."""
+    page = pages.open(view_link(app_url, "Overview", SENTENCES[18]), viewport=PHONE, phone=True)
+    wait_charts_drawn(page)
+    drawn = page.evaluate("""() => { const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[0];
+      const xa = gd._fullLayout.xaxis, ticks = (a) => Array.from(gd.querySelectorAll(`.${a}tick text`)).map(t => t.textContent);
+      return {x: ticks('x'), y: ticks('y'), pitch: xa.c2p(xa.tickvals[1]) - xa.c2p(xa.tickvals[0])}; }""")
+    assert drawn["y"] == [f"Head {h}" for h in range(8)] and drawn["x"] == ["Layer 0", "Layer 1", "Layer 2"], drawn
+    assert drawn["pitch"] >= 80, drawn                          # px from one layer's tiles to the next's
+    captions = page.locator('[data-testid="stCaptionContainer"]').all_inner_texts()
+    assert any("Rows of tiles are heads, columns are layers" in text for text in captions), captions
+    assert page.problems == []
+
+
 # the chart's plot area, its tooltip and its axis labels on the screen (the tooltip null while none is up)
 TOOLTIP = """(index) => { const gd = document.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')[index];
   const s = gd._fullLayout._size, r = gd.getBoundingClientRect(), box = gd.querySelector('.hoverlayer .hovertext');

@@ -222,6 +222,28 @@ def test_overview_hover_text_escaped_and_dropped_when_large(monkeypatch):
     assert "head" in big.data[1].hovertemplate               # and the tile centres name the head
 
 
+def test_overview_heads_down_puts_heads_in_rows_and_layers_in_columns():
+    """A phone's Overview (heads_down): 3 tiles across instead of 8; every part moves with the tiles."""
+    L, H, Q, K, gap = 2, 3, 4, 5, 1
+    w = rows_dirichlet((L, H, Q, K), seed=7)
+    fig = overview_figure(w, TGT, SRC, gap=gap, heads_down=True, marked=[(1, 2)])
+    z, heat, sq, sk = z_of(fig), fig.data[0], Q + gap, K + gap
+    assert z.shape == (H * sq - gap, L * sk - gap)
+    for l in range(L):
+        for h in range(H):
+            np.testing.assert_array_equal(z[h * sq:h * sq + Q, l * sk:l * sk + K], w[l, h])
+            assert heat.y[h * sq] == f"head {h} · query 0: {escape_label(TGT[0])}"
+            assert heat.x[l * sk + 1] == f"Layer {l} · key 1: {escape_label(SRC[1])}"
+    assert list(fig.layout.yaxis.ticktext) == ["Head 0", "Head 1", "Head 2"]
+    assert list(fig.layout.xaxis.ticktext) == ["Layer 0", "Layer 1"]
+    marks = fig.data[1]
+    assert np.asarray(marks.customdata).tolist() == [[l, h] for l in range(L) for h in range(H)]   # as ever
+    for (layer, head), x, y in zip(np.asarray(marks.customdata).tolist(), marks.x, marks.y):
+        assert (x, y) == (layer * sk + (K - 1) / 2, head * sq + (Q - 1) / 2)     # on its own tile
+    outline = fig.layout.shapes[0]
+    assert (outline.x0, outline.y0) == (1 * sk - 0.5, 2 * sq - 0.5)              # layer 1's column, head 2's row
+
+
 def test_overview_markers_sit_on_tile_centres():
     L, H, Q, K = 2, 3, 4, 5
     fig = overview_figure(rows_dirichlet((L, H, Q, K)), TGT, SRC, gap=1)

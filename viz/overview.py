@@ -75,8 +75,9 @@ def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
                 normalize: bool, show_space: bool, kind_label: str, gap: int | None,
                 colorscale, first_layer: int | None = 0, zmax: float | None = None,
                 value_title: str = "weight", row_gap: int | None = None,
-                labels_on_axes: bool = False) -> tuple[list[dict], dict, Tiling]:
-    """The shared body of overview_figure and head_grid_figure (w is (L, H, Q, K)).
+                labels_on_axes: bool = False, heads_down: bool = False) -> tuple[list[dict], dict, Tiling]:
+    """The shared body of overview_figure and head_grid_figure (w is (L, H, Q, K); with `heads_down`,
+    (H, L, Q, K): heads as tile rows, layers as tile columns).
 
     Returns the traces, the layout (the caller adds the axis ticks) and the tiling.
     `first_layer=None` means the layer is unknown: hover then names only the head.
@@ -99,11 +100,12 @@ def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
     heat = heatmap_trace(t.z, customdata=t.raw, hovertemplate=hover,
                          zmin=0.0, zmax=top, colorscale=colorscale or DEFAULT_COLORSCALE,
                          colorbar=dict(title=dict(text=escape_label(value_title))))
-    layers, heads = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
-    centres_y = layers.ravel() * t.step_q + (Q - 1) / 2
-    centres_x = heads.ravel() * t.step_k + (K - 1) / 2
-    marks = head_markers(centres_x, centres_y, layers.ravel() + (first_layer or 0),
-                         heads.ravel(), kind_label=kind_label)
+    n_layers, n_heads = (H, L) if heads_down else (L, H)
+    # marker i is head divmod(i, n_heads) either way (overview_selection's fallback)
+    layers, heads = (a.ravel() for a in np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij"))
+    tile_rows, tile_cols = (heads, layers) if heads_down else (layers, heads)
+    marks = head_markers(tile_cols * t.step_k + (K - 1) / 2, tile_rows * t.step_q + (Q - 1) / 2,
+                         layers + (first_layer or 0), heads, kind_label=kind_label)
     # Height from the grid's aspect at ~1000 px plot width; cells kept square.
     plot_h = float(np.clip(1000 * t.z.shape[0] / max(t.z.shape[1], 1), 120, 900))
     layout = dict(title=figure_title(title), height=int(plot_h + TILED_MARGINS),
@@ -111,7 +113,7 @@ def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
                   plot_bgcolor="white", clickmode="event+select", hovermode="closest",
                   yaxis=dict(scaleanchor="x", constrain="domain"), xaxis=dict(constrain="domain"))
     if named:
-        label_axes(heat, layout, *overview_labels(t, q_labels, k_labels, first_layer))
+        label_axes(heat, layout, *overview_labels(t, q_labels, k_labels, first_layer, heads_down))
     return [heat, marks], layout, t
 
 
@@ -120,14 +122,19 @@ def value_line(value_title: str, weight: str, normalize: bool = False) -> str:
     return f"{escape_label(value_title)} {weight}" + (" (colour: share of head max)" if normalize else "")
 
 
-def overview_labels(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str],
-                    first_layer: int | None) -> tuple[list[str], list[str]]:
+def overview_labels(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str], first_layer: int | None,
+                    heads_down: bool = False) -> tuple[list[str], list[str]]:
     """One hover label per grid row ("Layer 1 · query 3: ▁a") and per column ("head 2 · key 4: ▁b")
-    of the Overview's grid, where tile rows are layers and tile columns heads."""
-    layer_of = np.arange(t.z.shape[0]) // t.step_q + (first_layer or 0)
-    layer = ["" if first_layer is None else f"Layer {l} · " for l in layer_of]
-    rows = [f"{layer[r]}query {i}: {q_labels[i]}" if i >= 0 else f"gap {r}" for r, i in enumerate(t.row_of)]
-    cols = [f"head {c // t.step_k} · key {j}: {k_labels[j]}" if j >= 0 else f"gap {c}"
+    of the Overview's grid, where tile rows are layers and tile columns heads (`heads_down`: the other
+    way round, "head 2 · query 3: ▁a" and "Layer 1 · key 4: ▁b")."""
+    def layer(index: int) -> str:
+        return "" if first_layer is None else f"Layer {index + first_layer} · "
+
+    def name(tile: int, down: bool) -> str:             # what a tile row (down) or column names
+        return f"head {tile} · " if down == heads_down else layer(tile)
+    rows = [f"{name(r // t.step_q, True)}query {i}: {q_labels[i]}" if i >= 0 else f"gap {r}"
+            for r, i in enumerate(t.row_of)]
+    cols = [f"{name(c // t.step_k, False)}key {j}: {k_labels[j]}" if j >= 0 else f"gap {c}"
             for c, j in enumerate(t.col_of)]
     return rows, cols
 
@@ -162,12 +169,13 @@ def pin_under_labels(layout: dict) -> None:
 
 
 def tile_outlines(t: Tiling, Q: int, K: int, marked, n_layers: int, n_heads: int,
-                  color: str = "#d62728") -> list[dict]:
+                  color: str = "#d62728", heads_down: bool = False) -> list[dict]:
     """Layout rectangles around the tiles of the heads in `marked` [(layer, head), ...]."""
     shapes = []
     for layer, head in check_heads(marked, n_layers, n_heads):
-        shapes.append(dict(type="rect", xref="x", yref="y", x0=head * t.step_k - 0.5, x1=head * t.step_k + K - 0.5,
-                           y0=layer * t.step_q - 0.5, y1=layer * t.step_q + Q - 0.5, fillcolor="rgba(0,0,0,0)",
+        row, col = (head, layer) if heads_down else (layer, head)
+        shapes.append(dict(type="rect", xref="x", yref="y", x0=col * t.step_k - 0.5, x1=col * t.step_k + K - 0.5,
+                           y0=row * t.step_q - 0.5, y1=row * t.step_q + Q - 0.5, fillcolor="rgba(0,0,0,0)",
                            line=dict(color=color, width=3)))
     return shapes
 
@@ -192,8 +200,9 @@ def as_image(data: list[dict], z: np.ndarray, colorscale) -> list[dict]:
 def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
                     normalize: bool = False, kind_label: str = "", show_space: bool = False,
                     gap: int | None = None, colorscale=None, render: str = "auto", zmax: float | None = None,
-                    value_title: str = "weight", marked=()) -> go.Figure:
-    """All heads of one kind (L, H, Q, K): layers as tile rows, heads as tile columns.
+                    value_title: str = "weight", marked=(), heads_down: bool = False) -> go.Figure:
+    """All heads of one kind (L, H, Q, K): layers as tile rows, heads as tile columns (`heads_down`:
+    heads as rows, layers as columns, for a phone's narrow column: 3 tiles across instead of 8).
 
     fig.data[0] is the tiled heatmap (NaN between tiles); fig.data[1] holds one
     clickable marker per head for `overview_selection`. Below HOVER_TEXT_CELLS cells
@@ -204,18 +213,21 @@ def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
     """
     w, query, key = check_attention(weights, query_tokens, key_tokens, ndim=4)  # (L, H, Q, K)
     L, H, Q, K = w.shape
-    data, layout, t = tiled_parts(w, query, key, title=title or kind_label,
+    data, layout, t = tiled_parts(w.transpose(1, 0, 2, 3) if heads_down else w, query, key, title=title or kind_label,
                                   normalize=normalize, show_space=show_space,
                                   kind_label=kind_label, gap=gap, colorscale=colorscale, zmax=zmax,
-                                  value_title=value_title, labels_on_axes=render != "image")
+                                  value_title=value_title, labels_on_axes=render != "image", heads_down=heads_down)
     if render not in ("auto", "heatmap", "image"):
         raise ValueError(f"render must be 'auto', 'heatmap' or 'image', got {render!r}")
     if render == "image" or (render == "auto" and t.z.size > HOVER_TEXT_CELLS):
         data = as_image(data, t.z, colorscale or DEFAULT_COLORSCALE)
-    layout["yaxis"].update(token_axis([f"Layer {l}" for l in range(L)], "Query", reverse=True,
-                                      values=[l * t.step_q + (Q - 1) / 2 for l in range(L)]))
-    layout["xaxis"].update(token_axis([f"Head {h}" for h in range(H)], "Key",
-                                      values=[h * t.step_k + (K - 1) / 2 for h in range(H)]))
+    row_names, col_names = [f"Layer {l}" for l in range(L)], [f"Head {h}" for h in range(H)]
+    if heads_down:
+        row_names, col_names = col_names, row_names
+    layout["yaxis"].update(token_axis(row_names, "Query", reverse=True,
+                                      values=[r * t.step_q + (Q - 1) / 2 for r in range(len(row_names))]))
+    layout["xaxis"].update(token_axis(col_names, "Key",
+                                      values=[c * t.step_k + (K - 1) / 2 for c in range(len(col_names))]))
     # Fixed margins that fit "Layer n" / "Head n", the axis titles and the colour bar: with
     # automargin (or margin autoexpand) plotly.js measures after drawing and draws the whole
     # figure again, which cost a third of the time (benchmarks/bench_overview_browser.py).
@@ -223,7 +235,7 @@ def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
         layout[axis]["automargin"] = False
     layout["margin"] = dict(l=80, r=110, t=60 if (title or kind_label) else 30, b=55, autoexpand=False)
     if len(marked):
-        layout["shapes"] = tile_outlines(t, Q, K, marked, L, H)
+        layout["shapes"] = tile_outlines(t, Q, K, marked, L, H, heads_down=heads_down)
     pin_under_labels(layout)
     return build_figure(data, layout)
 

@@ -5,7 +5,7 @@ import streamlit as st
 
 from viz import overview_figure
 
-from ..ui.common import norm_caption, norm_switch, pick_kind, shared_figure, value_options, weights_for
+from ..ui.common import norm_caption, norm_switch, on_a_phone, pick_kind, shared_figure, value_options, weights_for
 from ..server.settings import KIND_LABELS
 from .base import View, ViewContext
 from .importance import load_importance
@@ -20,18 +20,21 @@ def render(ctx: ViewContext):
         kind = pick_kind()
     importance = load_importance(ctx.model.path, result)          # head_importance.json: heads to outline
     marked, note = importance.marked(kind), importance.note
+    # a phone's column: heads down, layers across (3 tiles a row, not 8 of 30 px)
+    heads_down = on_a_phone() and not display.presenter
 
     def build():
         weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
         return overview_figure(weights, queries, keys, f"{KIND_LABELS[kind]}: every layer × every head"
                                + (" · norm-weighted" if norm else ""), normalize=display.normalize,
                                kind_label=KIND_LABELS[kind], show_space=display.show_space, marked=marked,
-                               **value_options(result, display, kind, weights))
+                               heads_down=heads_down, **value_options(result, display, kind, weights))
 
     # every head of the sentence: built once per process for an audience on the same link
-    fig = shared_figure(result, ("overview", kind, norm, display, tuple(marked)), build)
+    fig = shared_figure(result, ("overview", kind, norm, display, tuple(marked), heads_down), build)
     clickable_tiles(fig, f"overview_{kind}", result, display, kind)
-    st.caption("Rows of tiles are layers, columns are heads." + (" " + note if note else ""))
+    st.caption(("Rows of tiles are heads, columns are layers." if heads_down else
+                "Rows of tiles are layers, columns are heads.") + (" " + note if note else ""))
     norm_caption(norm, fig, display.normalize)
     return fig
 
