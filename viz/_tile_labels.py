@@ -5,14 +5,12 @@ sent to every phone of a room at each move; these labels are a few KB (benchmark
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from ._labels import escape_label
-
-if TYPE_CHECKING:
-    from .overview import Tiling
+from ._tiling import Tiling
 
 
 def value_line(value_title: str, weight: str, normalize: bool = False) -> str:
