@@ -25,16 +25,16 @@ def render(ctx: ViewContext):
         layer = pick_layer(result, kind)
 
     # a phone's column holds two tiles a row: four made 60-px tiles, and their titles sat on the row above
-    columns = PHONE_COLUMNS if on_a_phone() and not display.presenter else COLUMNS
+    tiles_a_row = PHONE_COLUMNS if on_a_phone() and not display.presenter else COLUMNS
 
     def build():
         weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
         return head_grid_figure(weights[layer], queries, keys, f"{KIND_LABELS[kind]} · layer {layer} · all heads"
                                 + (" · norm-weighted" if norm else ""), normalize=display.normalize,
-                                show_space=display.show_space, layer=layer, columns=columns,
+                                show_space=display.show_space, layer=layer, columns=tiles_a_row,
                                 **value_options(result, display, kind, weights))
 
-    fig = shared_figure(result, ("layer_grid", kind, layer, norm, display, columns), build)    # once for an audience
+    fig = shared_figure(result, ("layer_grid", kind, layer, norm, display, tiles_a_row), build)    # once for an audience
     norm_caption(norm, fig, display.normalize)
     clickable_tiles(fig, f"grid_{kind}_{layer}", result, display, kind, fixed_layer=layer)
     return fig
