@@ -118,6 +118,16 @@ def test_a_phone_shows_the_layer_grid_two_tiles_a_row_each_title_clear_of_the_ro
             assert left["top"] > titles[f"Head {h - 2}"]["bottom"], titles
     for title in titles.values():
         assert title["above"] is None or title["top"] >= title["above"] - 0.5, title
+    # every label the phone's figure kept is drawn, the same pieces beside each tile: a page rule for
+    # narrow windows hid every other one again, so the two tiles of a row showed different words
+    drawn = page.evaluate("""() => { const gd = document.querySelector('[data-testid="stPlotlyChart"] .js-plotly-plot');
+      const shown = (a) => Array.from(gd.querySelectorAll(`.${a}tick text`))
+        .filter(t => getComputedStyle(t).display !== 'none').map(t => t.textContent);
+      return {x: shown('x'), y: shown('y'), x_kept: gd.layout.xaxis.ticktext, y_kept: gd.layout.yaxis.ticktext}; }""")
+    for letter, tiles in (("x", 2), ("y", 4)):
+        labels, per_tile = drawn[letter], len(drawn[letter]) // tiles
+        assert labels == list(drawn[f"{letter}_kept"]) and per_tile >= 3, drawn
+        assert labels == labels[:per_tile] * tiles, drawn
     assert page.problems == []
 
 

@@ -200,7 +200,8 @@ def test_overview_tiles_gaps_and_axes():
     # fixed margins: plotly.js would otherwise measure and draw everything twice
     assert fig.layout.xaxis.automargin is False and fig.layout.yaxis.automargin is False
     assert fig.layout.margin.autoexpand is False and fig.layout.margin.l >= 70
-    assert fig.layout.yaxis.title.text == "Query" and fig.layout.xaxis.title.text == "Key"
+    # the ticks name layers and heads: the titles say what a tile's rows and columns are
+    assert fig.layout.yaxis.title.text == "Query (in each tile)" and fig.layout.xaxis.title.text == "Key (in each tile)"
     assert list(fig.layout.yaxis.ticktext) == ["Layer 0", "Layer 1"]
     assert list(fig.layout.xaxis.ticktext) == ["Head 0", "Head 1", "Head 2"]
     assert list(fig.layout.xaxis.tickvals) == [2.0, 9.0, 16.0]   # tile centres

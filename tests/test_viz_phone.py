@@ -4,6 +4,7 @@ its cells need. The browser check of the same is tests/test_browser_room.py."""
 from __future__ import annotations
 
 import numpy as np
+import plotly.graph_objects as go
 
 from viz import attention_heatmap, head_grid_figure, phone_figure, PHONE_WIDTH
 from viz.beam import beam_tree_figure
@@ -11,7 +12,7 @@ from viz.compare import swap_map_figure
 from viz.export import LABEL_PITCH, axis_pitch, presenter_figure, unit_px
 from viz.lens import logit_lens_figure
 from viz._base import text_width
-from viz.phone import PHONE_GROWTH, PHONE_MIN_TICK, PHONE_TITLE, wrap_title
+from viz.phone import PHONE_GROWTH, PHONE_MIN_TICK, PHONE_TITLE, TITLE_LINE, wrap_title
 
 TITLE = "Cross-attention · layer 1 · head 7, the one the model aligns words with"
 
@@ -47,7 +48,24 @@ def test_each_title_line_fits_the_phone_and_the_plot_moves_down_for_it():
     assert len(lines) >= 2 and " ".join(lines) == TITLE
     assert all(text_width(line, PHONE_TITLE) <= PHONE_WIDTH - 16 for line in lines)
     assert small.layout.title.yanchor == "top"
-    assert small.layout.margin.t >= fig.layout.margin.t + (len(lines) - 1) * PHONE_TITLE
+    # the plot starts under the title's last line, with no band of the desktop's margin left over
+    title_block = round(14 + len(lines) * TITLE_LINE * PHONE_TITLE + 6)
+    assert small.layout.margin.t == title_block
+    assert small.layout.height - small.layout.margin.t == fig.layout.height - fig.layout.margin.t
+
+
+def test_what_sits_above_the_plot_keeps_its_room_under_a_wrapped_title():
+    """The names over a grid's top maps, a legend over the plot: the margin grows by the title's added
+    lines instead of shrinking to the title (the names sat on the title)."""
+    long = "Cross-attention · layer 1 · all heads, as the model computed them"
+    grid = head_grid_figure(np.full((8, 7, 9), 1 / 9), pieces(7), pieces(9), long)
+    legend = go.Figure(go.Bar(x=[1, 2], y=[3, 4], name="original"),
+                       layout=dict(title=long, height=300, margin=dict(t=80), showlegend=True,
+                                   legend=dict(orientation="h", y=1.1)))
+    for fig in (grid, legend):
+        small = phone_figure(fig)
+        added = len(small.layout.title.text.split("<br>")) - 1
+        assert added >= 1 and small.layout.margin.t >= fig.layout.margin.t + added * PHONE_TITLE
 
 
 def test_wrap_title_keeps_a_notes_tags_on_each_of_its_lines():

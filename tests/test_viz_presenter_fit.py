@@ -104,3 +104,27 @@ def test_the_logit_lens_framed_cell_keeps_its_step_and_site_labels_when_thinned(
                                              "t", selected=(2, step)))
         x = fig.layout.xaxis
         assert len(x.ticktext) < T and f"▁w{step}" in x.ticktext, (step, x.ticktext)
+
+
+def test_a_grid_of_maps_keeps_the_same_labels_in_every_tile_when_thinned():
+    """The Layer grid repeats its pieces tile after tile: thinned as one long axis, each tile row and
+    column kept a different every-k-th piece (a reader saw other words beside each row of heads)."""
+    from viz import head_grid_figure, phone_figure
+    from viz._ticks import thinned_tile_ticks
+    queries, keys = [f"▁q{i}" for i in range(20)], [f"▁k{i}" for i in range(18)]
+    grid = head_grid_figure(np.full((8, 20, 18), 1 / 18), queries, keys, "Layer 1", layer=1)
+    for small in (presenter_figure(grid), phone_figure(grid)):
+        for name, pieces, tiles in (("yaxis", queries, 2), ("xaxis", keys, 4)):
+            labels = list(small.layout[name].ticktext)
+            assert len(labels) < len(pieces) * tiles, "thinned"
+            first = labels[: len(labels) // tiles]
+            assert labels == first * tiles and first[0] == pieces[0] and set(first) < set(pieces)
+            # a tile's last label stands as far from the next tile's first as labels within a tile
+            values = sorted(small.layout[name].tickvals)
+            assert min(b - a for a, b in zip(values, values[1:])) >= values[1] - values[0]
+    # the same positions in each tile; the last goes where it would crowd the next tile's first
+    assert thinned_tile_ticks([0, 1, 2, 3, 5, 6, 7, 8], 2, 5) == [0, 2, 4, 6]
+    assert thinned_tile_ticks(list(range(10)), 2, 5) == [0, 2, 5, 7]                  # 4 stood next to 5
+    assert thinned_tile_ticks([0, 1, 2, 3, 4, 6, 7, 8, 9, 10], 2, 6) == [0, 2, 4, 5, 7, 9]   # 4 and 6: 2 apart
+    assert thinned_tile_ticks([0, 1, 2, 3, 4], 2, 6) == [0, 2, 4]          # one tile: nothing next to it
+    assert thinned_tile_ticks([0, 1, 2, 3, 4, 6, 7, 8, 9, 10], 2, 6, keep_last=False) == [0, 2, 5, 7]  # rows

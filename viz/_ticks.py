@@ -13,6 +13,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 KEEP = "keep_ticks"             # layout.meta's entry: {"xaxis": [tick values], "yaxis": [...]}
+TILES = "tile_ticks"            # layout.meta's entry: {"xaxis": period, ...} of ticks repeated per tile
 
 
 def keep_labels(fig: go.Figure, **axes: Sequence[float]) -> go.Figure:
@@ -27,6 +28,37 @@ def keep_labels(fig: go.Figure, **axes: Sequence[float]) -> go.Figure:
 def kept_values(fig: go.Figure, axis_name: str) -> list[float]:
     meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
     return list((meta.get(KEEP) or {}).get(axis_name, ()))
+
+
+def tile_ticks(layout: dict, **periods: float) -> None:
+    """Mark axes whose ticks repeat tile after tile (a grid of maps, the same pieces in each), by
+    their period in axis units: tile_ticks(layout, xaxis=step). Thinning then keeps the same
+    labels in every tile (thinned_tile_ticks), not a different every-k-th in each."""
+    meta = layout.get("meta") if isinstance(layout.get("meta"), dict) else {}
+    layout["meta"] = {**meta, TILES: {**meta.get(TILES, {}), **{name: float(p) for name, p in periods.items()}}}
+
+
+def tile_period(fig: go.Figure, axis_name: str) -> float | None:
+    meta = fig.layout.meta if isinstance(fig.layout.meta, dict) else {}
+    return (meta.get(TILES) or {}).get(axis_name)
+
+
+def thinned_tile_ticks(values: Sequence[float], every: int, period: float, keep_last: bool = True) -> list[int]:
+    """thinned_ticks for an axis whose ticks repeat every `period` units: the labels kept in the
+    first tile (every `every`-th of its ticks), and the same positions in every other tile.
+    `keep_last=False`: a tile's last tick loses its label when others are dropped (a grid's bottom row
+    label sat on the axis, on the first upright x label, and on the next row's head titles)."""
+    local = [float(v) - np.floor(float(v) / period) * period for v in values]
+    positions = sorted(set(local))
+    kept = [positions[i] for i in thinned_ticks(positions, every)]
+    if not keep_last and every > 1 and len(kept) > 1 and kept[-1] == positions[-1]:
+        kept.pop()
+    # a tile's last label and the next tile's first stand as far apart as any two (else "</s>Two")
+    spacing = every * min((b - a for a, b in zip(positions, positions[1:])), default=period)
+    while len(kept) > 1 and len(set(np.floor(np.asarray(values, float) / period))) > 1 \
+            and period + kept[0] - kept[-1] < spacing - 1e-9:
+        kept.pop()
+    return [i for i, at in enumerate(local) if at in set(kept)]
 
 
 def thinned_ticks(values: Sequence[float], every: int, kept: Sequence[float] = ()) -> list[int]:

@@ -14,7 +14,7 @@ import plotly.graph_objects as go
 from ._base import COLORBAR_AT_EDGE, MAIN_WIDTH, check_attention, matrix_margins, text_width
 from ._cell_text import FITTED_TEXT
 from ._figure import copy_figure
-from ._ticks import kept_values, thinned_ticks
+from ._ticks import kept_values, thinned_tile_ticks, thinned_ticks, tile_period
 
 DEFAULT_FILENAME = "attention-atlas"
 
@@ -151,7 +151,9 @@ def fit_ticks(fig: go.Figure, letter: str, largest: float, max_height: int | Non
             pitch = axis_pitch(fig, name, axis)
         if pitch < LABEL_PITCH * smallest:
             every = int(np.ceil(LABEL_PITCH * smallest / max(pitch, 1e-9)))
-            kept = thinned_ticks(list(axis.tickvals), every, kept_values(fig, name))
+            period = tile_period(fig, name)
+            kept = (thinned_tile_ticks(list(axis.tickvals), every, period, keep_last=letter == "x") if period
+                    else thinned_ticks(list(axis.tickvals), every, kept_values(fig, name)))
             axis.update(tickvals=[axis.tickvals[i] for i in kept],
                         **({} if axis.ticktext is None else {"ticktext": [axis.ticktext[i] for i in kept]}))
             pitch *= every

@@ -18,10 +18,12 @@ from ._png import png_data_uri
 from ._labels import display_tokens, escape_label
 from ._tiling import Tiling, default_gap, tile
 from ._tile_labels import grid_labels, label_axes, overview_labels, pin_under_labels, value_line
-from ._ticks import thinned_ticks
+from ._ticks import thinned_ticks, tile_ticks
 from .export import LABEL_PITCH
 
 TILED_MARGINS = 110          # px of a tiled figure's height for its title and axes (top + bottom margins)
+# the Overview's ticks name layers and heads; its axis titles say what each tile's rows and columns are
+TILE_QUERY, TILE_KEY = "Query (in each tile)", "Key (in each tile)"
 
 
 def tiled_parts(w: np.ndarray, query: list[str], key: list[str], *, title: str,
@@ -126,9 +128,9 @@ def overview_figure(weights, query_tokens, key_tokens, title: str = "", *,
     row_names, col_names = [f"Layer {l}" for l in range(L)], [f"Head {h}" for h in range(H)]
     if heads_down:
         row_names, col_names = col_names, row_names
-    layout["yaxis"].update(token_axis(row_names, "Query", reverse=True,
+    layout["yaxis"].update(token_axis(row_names, TILE_QUERY, reverse=True,
                                       values=[r * t.step_q + (Q - 1) / 2 for r in range(len(row_names))]))
-    layout["xaxis"].update(token_axis(col_names, "Key",
+    layout["xaxis"].update(token_axis(col_names, TILE_KEY,
                                       values=[c * t.step_k + (K - 1) / 2 for c in range(len(col_names))]))
     # Fixed margins that fit "Layer n" / "Head n", the axis titles and the colour bar: with
     # automargin (or margin autoexpand) plotly.js measures after drawing and draws the whole
@@ -195,6 +197,7 @@ def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
         kept = thinned_ticks(range(K), every)
         layout["xaxis"].update(ticktext=[k_labels[k] for _ in range(cols) for k in kept],
                                tickvals=[c * t.step_k + k for c in range(cols) for k in kept])
+    tile_ticks(layout, xaxis=t.step_k, yaxis=t.step_q)          # a projector or a phone thins each tile alike
     pin_under_labels(layout)
     return build_figure(data, layout)
 

@@ -65,9 +65,41 @@ def _wrap_figure_title(fig: go.Figure, width: float) -> None:
                                  yanchor="top", pad=dict(t=14)))
     if fig.layout.height is not None and fig.layout.margin.t is not None:
         extra = round(added * TITLE_LINE * PHONE_TITLE)
-        needed = round(14 + lines * TITLE_LINE * PHONE_TITLE + 6)
-        top = max(fig.layout.margin.t + extra, needed)
+        needed = round(14 + lines * TITLE_LINE * PHONE_TITLE + 6)     # plotly.js draws them 12-20 px higher
+        # a margin that held only the title shrinks to it (the Overview kept a 40 px band); one that
+        # holds more above the plot (a legend, the names of a grid's top maps) keeps that room
+        top = max(fig.layout.margin.t + extra, needed) if _top_margin_holds_more(fig) else needed
         fig.update_layout(height=fig.layout.height + top - fig.layout.margin.t, margin=dict(t=top))
+
+
+def _top_margin_holds_more(fig: go.Figure) -> bool:
+    """Whether anything but the title is drawn above the plot: a note or legend placed over it, or
+    an axis labelled along the top."""
+    layout = fig.layout
+    for note in layout.annotations or ():       # a subplot's title sits at y = 1, anchored at its bottom
+        if note.y is None:
+            continue
+        if note.yref == "paper" and note.y >= 1 and not (note.y == 1 and note.yanchor == "top"):
+            return True
+        if note.yref not in (None, "paper") and note.yanchor == "bottom" and _at_top(layout, note.yref, note.y):
+            return True                         # the names over a grid's top row of maps (Layer grid)
+    if layout.showlegend is not False and layout.legend.y is not None and layout.legend.y > 1 and \
+            any(trace.showlegend is not False for trace in fig.data):
+        return True
+    return any(name.startswith("xaxis") and layout[name] is not None and layout[name].side == "top"
+               and layout[name].showticklabels is not False and layout[name].visible is not False
+               and not (layout[name].tickmode == "array" and not len(layout[name].tickvals or ()))
+               for name in layout)
+
+
+def _at_top(layout, yref: str, y: float) -> bool:
+    """Whether `y` on the axis `yref` names is the plot's top edge (or the axis has no fixed range)."""
+    axis = layout["yaxis" + yref.split(" ")[0][1:]]
+    if axis is None or axis.range is None:
+        return True
+    low, high = sorted(axis.range)
+    top = low if axis.range[0] > axis.range[1] or axis.autorange == "reversed" else high
+    return abs(y - top) <= 1e-6 * max(1.0, high - low)
 
 
 def _fit_annotations(fig: go.Figure) -> None:

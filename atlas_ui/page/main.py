@@ -25,7 +25,7 @@ from .inputs import input_area, language_note, language_picker, show_status, sid
 from .model import chosen_model, load_translator, model_note
 from ..server.settings import DEFAULT_MODEL, MAX_CHARS, extra_models, models_dir, torch_threads
 from .share import PRESENTER_CSS, PRESENTER_SHARE_OPEN, export_buttons, file_stem, presenter_share, share_box
-from .style import COMPACT_CSS, PAGE_TITLE
+from .style import PAGE_TITLE, compact_css
 from .translation import page_run, run_translation, show_translation
 from ..views import URL_FIELDS, VIEWS, ViewContext
 from ..views.contributions import source_share_bar
@@ -84,12 +84,12 @@ def page_body() -> None:
         translator.source_lang or "src", translator.target_lang or "tgt")
     opened = Opened(model, path, ref, device, translator, models, source_lang, target_lang,
                     examples_for(folder, source_lang, target_lang))
-    st.markdown(COMPACT_CSS, unsafe_allow_html=True)      # constants, no user text
+    phone = on_a_phone() and not display.presenter
+    st.markdown(compact_css(phone_fitted=phone), unsafe_allow_html=True)      # constants, no user text
     if not display.presenter:                             # a slide needs no page title
         st.markdown(PAGE_TITLE, unsafe_allow_html=True)
     room.bar()                                            # following the speaker · Detach
     follow_example_language(opened.examples, source_lang)
-    phone = on_a_phone() and not display.presenter
     text, reference, beam, picker, share = input_bar(opened, display, phone, share)
     view = state.kept("view", next(iter(VIEWS)))
     parts = sentences.split_input(text, reference, state.kept(sentences.SENTENCE_KEY))   # the views: one sentence

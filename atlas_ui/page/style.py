@@ -67,6 +67,15 @@ def phone_tick_css(most: int = PHONE_X_LABELS, widest_step: int = 10) -> str:
     return "@media (max-width:640px){" + "".join(rules) + "}"
 
 
+# A phone's own charts are refit for it (viz.phone_figure thins their labels, the same ones in each
+# tile of a grid): the rules above would hide every other label of those again. They are for a
+# desktop window made narrow, and for presenter mode on a phone (slides are built for 1280 px).
+COMPACT_CSS_PHONE = COMPACT_CSS
 COMPACT_CSS = COMPACT_CSS.replace("</style>", phone_tick_css() + "</style>")     # one element: no extra gap
+
+
+def compact_css(phone_fitted: bool) -> str:
+    """The page's CSS (a constant): without the tick-label rules where every chart is phone-fitted."""
+    return COMPACT_CSS_PHONE if phone_fitted else COMPACT_CSS
 PAGE_TITLE = ("<div class='aa-title'><b>Attention Atlas</b><span> · every head, every layer, every decoding step "
               "of an encoder–decoder Transformer</span></div>")
