@@ -55,10 +55,11 @@ def thinned_tile_ticks(values: Sequence[float], every: int, period: float, keep_
         kept.pop()
     # a tile's last label and the next tile's first stand as far apart as any two (else "</s>Two")
     spacing = every * min((b - a for a, b in zip(positions, positions[1:])), default=period)
-    while len(kept) > 1 and len(set(np.floor(np.asarray(values, float) / period))) > 1 \
-            and period + kept[0] - kept[-1] < spacing - 1e-9:
+    several = len({np.floor(float(v) / period) for v in values}) > 1
+    while several and len(kept) > 1 and period + kept[0] - kept[-1] < spacing - 1e-9:
         kept.pop()
-    return [i for i, at in enumerate(local) if at in set(kept)]
+    kept_set = set(kept)
+    return [i for i, at in enumerate(local) if at in kept_set]
 
 
 def thinned_ticks(values: Sequence[float], every: int, kept: Sequence[float] = ()) -> list[int]:

@@ -65,7 +65,8 @@ def _wrap_figure_title(fig: go.Figure, width: float) -> None:
                                  yanchor="top", pad=dict(t=14)))
     if fig.layout.height is not None and fig.layout.margin.t is not None:
         extra = round(added * TITLE_LINE * PHONE_TITLE)
-        needed = round(14 + lines * TITLE_LINE * PHONE_TITLE + 6)     # plotly.js draws them 12-20 px higher
+        # the title's pad and lines, with room to spare: plotly.js draws its lines 12-20 px above this
+        needed = round(14 + lines * TITLE_LINE * PHONE_TITLE + 6)
         # a margin that held only the title shrinks to it (the Overview kept a 40 px band); one that
         # holds more above the plot (a legend, the names of a grid's top maps) keeps that room
         top = max(fig.layout.margin.t + extra, needed) if _top_margin_holds_more(fig) else needed

@@ -77,5 +77,7 @@ COMPACT_CSS = COMPACT_CSS.replace("</style>", phone_tick_css() + "</style>")    
 def compact_css(phone_fitted: bool) -> str:
     """The page's CSS (a constant): without the tick-label rules where every chart is phone-fitted."""
     return COMPACT_CSS_PHONE if phone_fitted else COMPACT_CSS
+
+
 PAGE_TITLE = ("<div class='aa-title'><b>Attention Atlas</b><span> · every head, every layer, every decoding step "
               "of an encoder–decoder Transformer</span></div>")
