@@ -162,15 +162,17 @@ def swap_mode(ctx: ViewContext, where):
 
 def draw_pair(a, b, values: str, display):
     """The main map, then the aligned pieces and the changed-pieces table."""
-    if values == "alti":
-        map_a, map_b, title = a.source_contribution, b.source_contribution, "contribution"
-    else:
-        map_a, map_b = (run.attention["cross"][-1].mean(axis=0) for run in (a, b))
-        title = "attention"
+    title = "contribution" if values == "alti" else "attention"
+
+    def maps():         # only when a figure or the table is built, not on each session's run
+        if values == "alti":
+            return a.source_contribution, b.source_contribution
+        return tuple(run.attention["cross"][-1].mean(axis=0) for run in (a, b))
+
     # built once per process for an audience (shared only when both runs are named)
     owner, pair = (a if getattr(b, "key", "") else None), (getattr(b, "key", ""), values, display.show_space)
     fig = shared_figure(owner, ("compare_map", *pair), lambda: swap_map_figure(
-        map_a, map_b, a.output_tokens, b.output_tokens, a.source_tokens, b.source_tokens,
+        *maps(), a.output_tokens, b.output_tokens, a.source_tokens, b.source_tokens,
         f"{VALUES[values]}: original (left), edited (right)", value_title=title, show_space=display.show_space,
         height=int(np.clip(260 + 22 * max(len(a.output_tokens), len(b.output_tokens)), 480, 900))))
     chart(fig, "compare_swap_map")
@@ -179,7 +181,7 @@ def draw_pair(a, b, values: str, display):
         show_space=display.show_space))
     chart(pieces, "compare_swap_pieces")
     table = shared_figure(owner, ("compare_table", *pair), lambda: changed_table(
-        a.output_tokens, b.output_tokens, a.probs(), b.probs(), map_a, map_b, a.source_tokens, b.source_tokens))
+        a.output_tokens, b.output_tokens, a.probs(), b.probs(), *maps(), a.source_tokens, b.source_tokens))
     if table.empty:
         st.caption("Both translations have the same pieces; only their probabilities and the maps differ.")
     else:

@@ -56,7 +56,8 @@ def carries_section(ctx: ViewContext, original, other, edited: str) -> None:
         st.info("Nothing to patch for this edit: " + escape_md(sweep.reason, 200))
         return
     display = ctx.display
-    sentence = carrier_sentence(sweep.encoder, sweep.heads, sweep.clean_source_tokens, sweep.corrupt_source_tokens)
+    sentence = shared_figure(sweep, ("patch_sentence",), lambda: carrier_sentence(          # once for an audience
+        sweep.encoder, sweep.heads, sweep.clean_source_tokens, sweep.corrupt_source_tokens))
     st.markdown("**" + escape_md(sentence, 400) + "**")
     st.caption(_describe(sweep))
     if sweep.encoder is not None:
