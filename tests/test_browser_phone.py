@@ -4,6 +4,8 @@ and the view picker are one tap away in a bar above the chart, and a tap opens t
 on a chart opens its tooltip inside the plot, and the next tap closes it."""
 from __future__ import annotations
 
+import html
+
 import pytest
 
 from atlas_ui.views import VIEWS
@@ -126,7 +128,7 @@ def test_a_phone_shows_the_layer_grid_two_tiles_a_row_each_title_clear_of_the_ro
       return {x: shown('x'), y: shown('y'), x_kept: gd.layout.xaxis.ticktext, y_kept: gd.layout.yaxis.ticktext}; }""")
     for letter, tiles in (("x", 2), ("y", 4)):
         labels, per_tile = drawn[letter], len(drawn[letter]) // tiles
-        assert labels == list(drawn[f"{letter}_kept"]) and per_tile >= 3, drawn
+        assert labels == [html.unescape(text) for text in drawn[f"{letter}_kept"]] and per_tile >= 3, drawn
         assert labels == labels[:per_tile] * tiles, drawn
     assert page.problems == []
 
