@@ -36,9 +36,7 @@ def overview_labels(t: Tiling, q_labels: Sequence[str], k_labels: Sequence[str],
 
 
 def label_axes(heat: dict, layout: dict, rows: Sequence[str], cols: Sequence[str]) -> None:
-    """A tiled map's hover from one label per grid row and one per column, not one string per cell:
-    those were 0.7 MB of an Overview link (9,600 cells) and 0.3 MB of a Layer grid's, sent to every
-    phone of a room at each move.
+    """A tiled map's hover from one label per grid row and one per column (the module's docstring says why).
 
     The heatmap moves onto hidden category axes x2, y2 whose categories are these labels, so
     %{y} and %{x} name the cell (on x, y themselves plotly.js would name the nearest tick). Both

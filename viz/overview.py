@@ -18,7 +18,7 @@ from ._png import png_data_uri
 from ._labels import display_tokens, escape_label
 from ._tiling import Tiling, default_gap, tile
 from ._tile_labels import grid_labels, label_axes, overview_labels, pin_under_labels, value_line
-from ._ticks import thinned_ticks, tile_ticks
+from ._ticks import thinned_tile_ticks, tile_ticks
 from .export import LABEL_PITCH
 
 TILED_MARGINS = 110          # px of a tiled figure's height for its title and axes (top + bottom margins)
@@ -194,9 +194,9 @@ def head_grid_figure(weights, query_tokens, key_tokens, title: str = "", *,
     pitch = (MAIN_WIDTH - layout["margin"]["l"] - layout["margin"]["r"]) / max(cols * t.step_k - gap, 1)
     every = int(np.ceil(LABEL_PITCH * size / pitch))
     if every > 1:
-        kept = thinned_ticks(range(K), every)
-        layout["xaxis"].update(ticktext=[k_labels[k] for _ in range(cols) for k in kept],
-                               tickvals=[c * t.step_k + k for c in range(cols) for k in kept])
+        x = layout["xaxis"]
+        kept = thinned_tile_ticks(x["tickvals"], every, t.step_k)
+        x.update(ticktext=[x["ticktext"][i] for i in kept], tickvals=[x["tickvals"][i] for i in kept])
     tile_ticks(layout, xaxis=t.step_k, yaxis=t.step_q)          # a projector or a phone thins each tile alike
     pin_under_labels(layout)
     return build_figure(data, layout)

@@ -16,7 +16,7 @@ from ..runs.translation import configure_torch
 from ..runs.diagnosis import PageDiagnosis
 from ..runs.explain import explain_unavailable
 from ..runs.catalogue import ModelRef, find_models, model_languages
-from ..ui.common import Display, escape_md, on_a_phone
+from ..ui.common import Display, escape_md, phone_layout
 from ..server.hub_policy import read_policy
 from .examples import examples_for, follow_example_language
 from .guard import guarded
@@ -84,7 +84,7 @@ def page_body() -> None:
         translator.source_lang or "src", translator.target_lang or "tgt")
     opened = Opened(model, path, ref, device, translator, models, source_lang, target_lang,
                     examples_for(folder, source_lang, target_lang))
-    phone = on_a_phone() and not display.presenter
+    phone = phone_layout(display)
     st.markdown(compact_css(phone_fitted=phone), unsafe_allow_html=True)      # constants, no user text
     if not display.presenter:                             # a slide needs no page title
         st.markdown(PAGE_TITLE, unsafe_allow_html=True)

@@ -90,6 +90,12 @@ def on_a_phone() -> bool:
         return False
 
 
+def phone_layout(display) -> bool:
+    """Are this page's charts refit for a phone (viz.phone_figure)? A phone's browser, unless in
+    presenter mode, whose slides are built for 1280 px like chart()'s."""
+    return on_a_phone() and not display.presenter
+
+
 COLUMN_GAP = 16                 # px between Streamlit's columns
 
 

@@ -5,7 +5,7 @@ import streamlit as st
 
 from viz import head_grid_figure
 
-from ..ui.common import (norm_caption, norm_switch, on_a_phone, pick_kind, pick_layer, shared_figure, value_options,
+from ..ui.common import (norm_caption, norm_switch, phone_layout, pick_kind, pick_layer, shared_figure, value_options,
                       weights_for)
 from ..server.settings import KIND_LABELS
 from .base import View, ViewContext
@@ -25,7 +25,7 @@ def render(ctx: ViewContext):
         layer = pick_layer(result, kind)
 
     # a phone's column holds two tiles a row: four made 60-px tiles, and their titles sat on the row above
-    tiles_a_row = PHONE_COLUMNS if on_a_phone() and not display.presenter else COLUMNS
+    tiles_a_row = PHONE_COLUMNS if phone_layout(display) else COLUMNS
 
     def build():
         weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)

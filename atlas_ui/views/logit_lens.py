@@ -10,7 +10,7 @@ from viz.lens import (decision_sites, decoder_lens_frame, lens_grid_height, lens
 from viz._labels import show_piece
 
 from ..ui import state
-from ..ui.common import STEP_SLIDE_HEIGHT, chart, escape_md, move_step, on_a_phone, shared_figure, shared_table
+from ..ui.common import STEP_SLIDE_HEIGHT, chart, escape_md, move_step, phone_layout, shared_figure, shared_table
 from ..runs.lens import decoder_lens_key, decoder_lens_run, lens_key, lens_run
 from ..server.settings import max_concurrent
 from .base import View, ViewContext
@@ -44,7 +44,7 @@ def render(ctx: ViewContext):
                                lambda: lens_run(key, max_concurrent()))
     sites, T = list(lens.sites), len(lens.output_tokens)
     site, step = selected_cell(lens)
-    phone = on_a_phone() and not display.presenter
+    phone = phone_layout(display)
     lo, hi = step_window(step, T, PHONE_STEPS) if phone else (0, T)
     title = "Logit lens: each decoder sublayer read through the model's own head"
     rank = lens.chosen_rank

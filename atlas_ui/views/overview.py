@@ -5,7 +5,7 @@ import streamlit as st
 
 from viz import overview_figure
 
-from ..ui.common import norm_caption, norm_switch, on_a_phone, pick_kind, shared_figure, value_options, weights_for
+from ..ui.common import norm_caption, norm_switch, phone_layout, pick_kind, shared_figure, value_options, weights_for
 from ..server.settings import KIND_LABELS
 from .base import View, ViewContext
 from .importance import load_importance
@@ -21,7 +21,7 @@ def render(ctx: ViewContext):
     importance = load_importance(ctx.model.path, result)          # head_importance.json: heads to outline
     marked, note = importance.marked(kind), importance.note
     # a phone's column: heads down, layers across (3 tiles a row, not 8 of 30 px)
-    heads_down = on_a_phone() and not display.presenter
+    heads_down = phone_layout(display)
 
     def build():
         weights, queries, keys = weights_for(result, kind, display.words, display.hide_special, norm=norm)
